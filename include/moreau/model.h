@@ -1,0 +1,111 @@
+// moreau — the compiled robot: flat, immutable arrays with MuJoCo-style names.
+//
+// Bodies are in topological order (parent index < child index); the world is not a body
+// (body_parent = -1 for a root). After fixed-body merging every body has exactly one joint,
+// so joint index == body index. State layout:
+//   q (nq): per joint, free: position (3, world) then quaternion (w, x, y, z);
+//           ball: quaternion; revolute/prismatic: one coordinate.
+//   v (nv): free: linear velocity of the body origin in the WORLD frame (3), then angular
+//           velocity in the BODY frame (3) — MuJoCo's convention; ball: body-frame angular
+//           velocity (3); revolute/prismatic: one rate.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "moreau/robot_spec.h"
+
+namespace moreau {
+
+// Every error moreau throws for bad input or a failed device call.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Compile-time capacity of the kernels (per-environment scratch is fixed-size).
+constexpr int kMaxBodies = 32;
+constexpr int kMaxNv = 40;
+constexpr int kMaxNq = 48;
+constexpr int kMaxNu = 32;
+constexpr int kMaxContacts = 64;
+
+struct Model {
+  std::string name;
+  std::string source;
+  int nq = 0, nv = 0, nu = 0, nbody = 0, ncon = 0;
+  double gravity[3] = {0, 0, -9.81};
+  double timestep = 0.005;
+  int decimation = 1;
+
+  // bodies (nbody)
+  std::vector<std::string> body_name;
+  std::vector<int> body_parent;        // (nbody)      parent body, -1 = world
+  std::vector<double> body_pos;        // (nbody x 3)  frame origin in parent frame at q = 0
+  std::vector<double> body_quat;       // (nbody x 4)  frame orientation in parent frame
+  std::vector<double> body_mass;       // (nbody)
+  std::vector<double> body_com;        // (nbody x 3)  centre of mass in body frame
+  std::vector<double> body_inertia;    // (nbody x 6)  about com: ixx iyy izz ixy ixz iyz
+
+  // joints (one per body)
+  std::vector<std::string> jnt_name;
+  std::vector<int> jnt_type;           // (nbody)      JointType
+  std::vector<int> jnt_qposadr;        // (nbody)      first index in q
+  std::vector<int> jnt_dofadr;         // (nbody)      first index in v
+  std::vector<double> jnt_axis;        // (nbody x 3)  unit axis in body frame
+  std::vector<double> jnt_pos;         // (nbody x 3)  anchor in body frame
+  std::vector<int> jnt_limited;        // (nbody)
+  std::vector<double> jnt_range;       // (nbody x 2)
+
+  // degrees of freedom
+  std::vector<int> dof_body;           // (nv)         body the dof moves
+  std::vector<int> dof_parent;         // (nv)         previous dof on the path to the root, -1
+  std::vector<double> dof_damping;     // (nv)
+  std::vector<double> dof_armature;    // (nv)
+
+  std::vector<double> qpos0;           // (nq)         default configuration
+
+  // actuators (nu)
+  std::vector<std::string> actuator_name;
+  std::vector<int> actuator_type;      // (nu)         ActuatorType
+  std::vector<int> actuator_dof;       // (nu)         dof it drives
+  std::vector<int> actuator_qposadr;   // (nu)         coordinate it measures
+  std::vector<double> actuator_gear;   // (nu)
+  std::vector<double> actuator_kp;     // (nu)
+  std::vector<double> actuator_kd;     // (nu)
+  std::vector<int> actuator_ctrllimited;    // (nu)
+  std::vector<double> actuator_ctrlrange;   // (nu x 2)
+  std::vector<int> actuator_forcelimited;   // (nu)
+  std::vector<double> actuator_forcerange;  // (nu x 2)
+  std::vector<double> actuator_peakforce;   // (nu)  0 = no velocity-dependent limit
+  std::vector<double> actuator_maxvel;      // (nu)
+
+  // contact points (ncon): spheres, and box corners as spheres of radius 0
+  std::vector<std::string> con_name;
+  std::vector<int> con_body;           // (ncon)
+  std::vector<double> con_pos;         // (ncon x 3)   centre in body frame
+  std::vector<double> con_radius;      // (ncon)
+
+  std::vector<std::string> warnings;   // carried over from the loader
+
+  int body_index(const std::string& name) const;      // -1 if absent
+  int joint_index(const std::string& name) const;     // -1 if absent
+  int actuator_index(const std::string& name) const;  // -1 if absent
+  double total_mass() const;
+};
+
+// Validates the spec and compiles it: topological order, fixed-body merging with inertia
+// transfer, flat arrays. Throws Error naming spec.source, the field and what is wrong.
+Model compile(const RobotSpec& spec);
+
+// JSON robot format (docs/robot-format.md). Errors name the file and the JSON path.
+RobotSpec parse_robot_json(const std::string& text, const std::string& source = "<string>");
+Model load_model(const std::string& path);  // by extension: .json (.urdf, .xml when built)
+Model load_model_from_string(const std::string& json_text, const std::string& source = "<string>");
+
+// Writes a minimal MJCF (no meshes, no contact geometry beyond the points) that MuJoCo
+// loads with the same bodies, joints, inertias, damping, armature and gravity.
+std::string export_mjcf(const Model& model);
+
+}  // namespace moreau
