@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "moreau/limits.h"
 #include "moreau/robot_spec.h"
 
 namespace moreau {
@@ -23,13 +24,6 @@ class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
-// Compile-time capacity of the kernels (per-environment scratch is fixed-size).
-constexpr int kMaxBodies = 32;
-constexpr int kMaxNv = 40;
-constexpr int kMaxNq = 48;
-constexpr int kMaxNu = 32;
-constexpr int kMaxContacts = 64;
 
 struct Model {
   std::string name;

@@ -1,0 +1,103 @@
+// moreau cuda — CUDA backend: one environment per thread, a whole control step (decimation
+// physics steps) per launch with the state kept on chip between physics steps.
+#include "cuda/cuda_check.h"
+#include "host/typed_backend.h"
+
+namespace moreau {
+namespace {
+
+constexpr int kBlock = 128;
+
+template <class S>
+__global__ void control_step_fwd_kernel(kern::ModelView<S> m, kern::Params<S> p, kern::Batch<S> b, int k) {
+  const int env = blockIdx.x * blockDim.x + threadIdx.x;
+  if (env >= b.n_env) return;
+  for (int s = 0; s < k; ++s) kern::control_step(m, p, b, env);
+}
+
+template <class S>
+__global__ void reset_kernel(kern::ModelView<S> m, kern::Batch<S> b, const int32_t* env_ids, int count) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) kern::reset_env(m, b, env_ids[i]);
+}
+
+class CudaMemory : public Memory {
+ public:
+  CudaMemory(int device, cudaStream_t stream) : device_(device), stream_(stream) {
+    int count = 0;
+    MOREAU_CUDA_CHECK(cudaGetDeviceCount(&count));
+    if (device < 0 || device >= count)
+      throw Error("cuda_device: expected 0 <= device < " + std::to_string(count) + ", got " + std::to_string(device));
+    MOREAU_CUDA_CHECK(cudaSetDevice(device));
+  }
+  Device device() const override { return Device::CUDA; }
+  int device_id() const override { return device_; }
+  void check_capacity(size_t bytes, int n_env) override {
+    size_t free_bytes = 0, total = 0;
+    MOREAU_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    if (bytes > free_bytes)
+      throw Error("CUDA device " + std::to_string(device_) + ": a simulator of " + std::to_string(n_env) +
+                  " environments needs " + std::to_string(bytes) + " bytes, only " + std::to_string(free_bytes) +
+                  " of " + std::to_string(total) + " bytes are free");
+  }
+  void* alloc(size_t bytes) override {
+    void* p = nullptr;
+    MOREAU_CUDA_CHECK(cudaMalloc(&p, bytes));
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    MOREAU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+    MOREAU_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    MOREAU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    MOREAU_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  void synchronize() override { MOREAU_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  int device_;
+  cudaStream_t stream_;
+};
+
+class CudaBackend : public TypedBackend<float> {
+ public:
+  CudaBackend(const Model& model, const SimulatorOptions& options)
+      : TypedBackend<float>(model, options, std::make_unique<CudaMemory>(options.cuda_device,
+                                                                           static_cast<cudaStream_t>(options.cuda_stream))) {}
+
+ protected:
+  cudaStream_t stream() { return static_cast<CudaMemory&>(memory()).stream(); }
+
+  void launch_step(const kern::ModelView<float>& m, const kern::Params<float>& p, const kern::Batch<float>& b,
+                   int k) override {
+    control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, p, b, k);
+    MOREAU_CUDA_CHECK(cudaGetLastError());
+  }
+  void launch_reset(const kern::ModelView<float>& m, const kern::Batch<float>& b, const int32_t* env_ids,
+                    int count) override {
+    int32_t* d_ids = static_cast<int32_t*>(memory().alloc(sizeof(int32_t) * count));
+    memory().upload(d_ids, env_ids, sizeof(int32_t) * count);
+    reset_kernel<float><<<(count + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, b, d_ids, count);
+    const cudaError_t launch = cudaGetLastError();
+    memory().synchronize();
+    memory().release(d_ids);
+    MOREAU_CUDA_CHECK(launch);
+  }
+};
+
+}  // namespace
+
+bool cuda_available() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, const SimulatorOptions& options) {
+  if (!cuda_available()) throw Error("device cuda: no CUDA device is available");
+  return std::make_unique<CudaBackend>(model, options);
+}
+
+}  // namespace moreau

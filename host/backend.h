@@ -1,0 +1,124 @@
+// moreau host — the machinery behind Simulator: the model packed for the kernels, and the
+// device backends (CPU here, CUDA in cuda/). Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/model_view.h"
+#include "moreau/simulator.h"
+
+namespace moreau {
+
+// Calls f(view_field, model_array) for every array of the model, in one fixed order.
+template <class S, class F>
+void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
+  f(v.body_parent, m.body_parent);
+  f(v.body_pos, m.body_pos);
+  f(v.body_quat, m.body_quat);
+  f(v.body_mass, m.body_mass);
+  f(v.body_com, m.body_com);
+  f(v.body_inertia, m.body_inertia);
+  f(v.jnt_type, m.jnt_type);
+  f(v.jnt_qposadr, m.jnt_qposadr);
+  f(v.jnt_dofadr, m.jnt_dofadr);
+  f(v.jnt_axis, m.jnt_axis);
+  f(v.jnt_pos, m.jnt_pos);
+  f(v.dof_parent, m.dof_parent);
+  f(v.dof_damping, m.dof_damping);
+  f(v.dof_armature, m.dof_armature);
+  f(v.qpos0, m.qpos0);
+  f(v.actuator_type, m.actuator_type);
+  f(v.actuator_dof, m.actuator_dof);
+  f(v.actuator_qposadr, m.actuator_qposadr);
+  f(v.actuator_gear, m.actuator_gear);
+  f(v.actuator_ctrllimited, m.actuator_ctrllimited);
+  f(v.actuator_ctrlrange, m.actuator_ctrlrange);
+  f(v.actuator_forcelimited, m.actuator_forcelimited);
+  f(v.actuator_forcerange, m.actuator_forcerange);
+  f(v.actuator_peakforce, m.actuator_peakforce);
+  f(v.actuator_maxvel, m.actuator_maxvel);
+  f(v.con_body, m.con_body);
+  f(v.con_pos, m.con_pos);
+  f(v.con_radius, m.con_radius);
+}
+
+// The model's arrays converted to scalar S and packed into one real and one int block, so
+// that a backend can copy them anywhere and build a ModelView over the copy.
+template <class S>
+struct PackedModel {
+  std::vector<S> reals;
+  std::vector<int> ints;
+  const Model* model;
+
+  explicit PackedModel(const Model& m) : model(&m) {
+    kern::ModelView<S> unused{};
+    for_each_model_array(m, unused, [&](auto& /*field*/, const auto& array) {
+      using T = typename std::decay_t<decltype(array)>::value_type;
+      if constexpr (std::is_same_v<T, int>) {
+        ints.insert(ints.end(), array.begin(), array.end());
+      } else {
+        for (double x : array) reals.push_back(static_cast<S>(x));
+      }
+    });
+  }
+
+  // A view whose arrays live at `reals_base` / `ints_base` (copies of reals / ints).
+  kern::ModelView<S> view(const S* reals_base, const int* ints_base) const {
+    const Model& m = *model;
+    kern::ModelView<S> v{};
+    v.nq = m.nq;
+    v.nv = m.nv;
+    v.nu = m.nu;
+    v.nbody = m.nbody;
+    v.ncon = m.ncon;
+    v.decimation = m.decimation;
+    v.timestep = static_cast<S>(m.timestep);
+    for (int k = 0; k < 3; ++k) v.gravity[k] = static_cast<S>(m.gravity[k]);
+    size_t r = 0, i = 0;
+    for_each_model_array(m, v, [&](auto& field, const auto& array) {
+      using T = typename std::decay_t<decltype(array)>::value_type;
+      if constexpr (std::is_same_v<T, int>) {
+        field = ints_base + i;
+        i += array.size();
+      } else {
+        field = reals_base + r;
+        r += array.size();
+      }
+    });
+    return v;
+  }
+};
+
+// Simulator's implementation. One TypedBackend<S> (typed_backend.h) holds the buffers for
+// both devices; the CPU and CUDA backends add memory and launches.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const Model& model() const = 0;
+  virtual const SimulatorOptions& options() const = 0;
+  virtual View q() = 0;
+  virtual View v() = 0;
+  virtual View action() = 0;
+  virtual View status() = 0;
+  virtual View time() = 0;
+  virtual View param(const std::string& name) = 0;
+  virtual void set_param(const std::string& name, const double* values, int len, int width) = 0;
+  virtual std::vector<std::string> param_names() const = 0;
+  virtual void set_state(const double* q, const double* v) = 0;
+  virtual void get_state(double* q, double* v) = 0;
+  virtual void set_action(const double* action) = 0;
+  virtual void get_status(int32_t* status) = 0;
+  virtual void step(int k) = 0;
+  virtual void reset(const int32_t* env_ids, int count) = 0;
+  virtual void synchronize() = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const SimulatorOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, const SimulatorOptions& options);
+
+}  // namespace moreau

@@ -1,0 +1,112 @@
+// moreau host — single-environment dynamics in double, through the kernels/ functions.
+#include "moreau/dynamics.h"
+
+#include "host/backend.h"
+#include "kernels/dynamics.h"
+
+namespace moreau {
+namespace {
+
+// The model packed in double with its kernel view and a workspace, at configuration q.
+struct HostDynamics {
+  PackedModel<double> packed;
+  kern::ModelView<double> m;
+  kern::Workspace<double> ws;
+  HostDynamics(const Model& model, const double* q) : packed(model), m(packed.view(packed.reals.data(), packed.ints.data())) {
+    kern::body_inertias(m, 0.0, ws);
+    kern::forward_kinematics(m, q, ws);
+  }
+  // World → body transform of every body: X0_i = Xup_i X0_λ.
+  void world_transforms(kern::Transform<double>* X0) const {
+    for (int i = 0; i < m.nbody; ++i) {
+      const int par = m.body_parent[i];
+      X0[i] = par < 0 ? ws.Xup[i] : kern::compose(ws.Xup[i], X0[par]);
+    }
+  }
+};
+
+}  // namespace
+
+void mass_matrix(const Model& model, const double* q, double* H_out) {
+  HostDynamics d(model, q);
+  kern::crba(d.m, static_cast<const double*>(nullptr), d.ws);
+  for (int k = 0; k < model.nv * model.nv; ++k) H_out[k] = d.ws.H[k];
+}
+
+void bias_forces(const Model& model, const double* q, const double* v, double* b_out) {
+  HostDynamics d(model, q);
+  kern::rnea(d.m, v, static_cast<const double*>(nullptr), d.ws, b_out);
+}
+
+double kinetic_energy(const Model& model, const double* q, const double* v) {
+  std::vector<double> H(static_cast<size_t>(model.nv) * model.nv);
+  mass_matrix(model, q, H.data());
+  double e = 0;
+  for (int i = 0; i < model.nv; ++i)
+    for (int j = 0; j < model.nv; ++j) e += 0.5 * v[i] * H[i * model.nv + j] * v[j];
+  return e;
+}
+
+double potential_energy(const Model& model, const double* q) {
+  double com[3];
+  center_of_mass(model, q, com);
+  const double mass = model.total_mass();
+  return -mass * (model.gravity[0] * com[0] + model.gravity[1] * com[1] + model.gravity[2] * com[2]);
+}
+
+void body_poses(const Model& model, const double* q, double* pos_out, double* quat_out) {
+  HostDynamics d(model, q);
+  std::vector<kern::Transform<double>> X0(model.nbody);
+  d.world_transforms(X0.data());
+  for (int i = 0; i < model.nbody; ++i) {
+    for (int k = 0; k < 3; ++k) pos_out[3 * i + k] = X0[i].r[k];
+    // R = Eᵀ maps body to world coordinates; quaternion from R (Shepperd's method).
+    const kern::Mat3<double> R = kern::transpose(X0[i].E);
+    double w, x, y, z;
+    const double tr = R(0, 0) + R(1, 1) + R(2, 2);
+    if (tr > 0) {
+      const double s = 2 * std::sqrt(1 + tr);
+      w = s / 4, x = (R(2, 1) - R(1, 2)) / s, y = (R(0, 2) - R(2, 0)) / s, z = (R(1, 0) - R(0, 1)) / s;
+    } else if (R(0, 0) > R(1, 1) && R(0, 0) > R(2, 2)) {
+      const double s = 2 * std::sqrt(1 + R(0, 0) - R(1, 1) - R(2, 2));
+      w = (R(2, 1) - R(1, 2)) / s, x = s / 4, y = (R(0, 1) + R(1, 0)) / s, z = (R(0, 2) + R(2, 0)) / s;
+    } else if (R(1, 1) > R(2, 2)) {
+      const double s = 2 * std::sqrt(1 + R(1, 1) - R(0, 0) - R(2, 2));
+      w = (R(0, 2) - R(2, 0)) / s, x = (R(0, 1) + R(1, 0)) / s, y = s / 4, z = (R(1, 2) + R(2, 1)) / s;
+    } else {
+      const double s = 2 * std::sqrt(1 + R(2, 2) - R(0, 0) - R(1, 1));
+      w = (R(1, 0) - R(0, 1)) / s, x = (R(0, 2) + R(2, 0)) / s, y = (R(1, 2) + R(2, 1)) / s, z = s / 4;
+    }
+    const double sign = w < 0 ? -1 : 1;
+    double* qo = quat_out + 4 * i;
+    qo[0] = sign * w, qo[1] = sign * x, qo[2] = sign * y, qo[3] = sign * z;
+  }
+}
+
+void center_of_mass(const Model& model, const double* q, double* com_out) {
+  HostDynamics d(model, q);
+  std::vector<kern::Transform<double>> X0(model.nbody);
+  d.world_transforms(X0.data());
+  double mc[3] = {0, 0, 0}, mass = 0;
+  for (int i = 0; i < model.nbody; ++i) {
+    // world position of the body's com: r + Eᵀ c
+    const kern::Vec3<double> c = X0[i].r + kern::mul_t(X0[i].E, kern::vec3(model.body_com.data() + 3 * i));
+    for (int k = 0; k < 3; ++k) mc[k] += model.body_mass[i] * c[k];
+    mass += model.body_mass[i];
+  }
+  for (int k = 0; k < 3; ++k) com_out[k] = mc[k] / mass;
+}
+
+void momentum(const Model& model, const double* q, const double* v, double* h_out) {
+  HostDynamics d(model, q);
+  std::vector<double> tau(model.nv);
+  kern::rnea(d.m, v, static_cast<const double*>(nullptr), d.ws, tau.data());  // fills ws.vel
+  std::vector<kern::Transform<double>> X0(model.nbody);
+  d.world_transforms(X0.data());
+  kern::Force<double> h{{0, 0, 0}, {0, 0, 0}};
+  // h = Σ X0_iᵀ (I_i v_i): each body's momentum expressed at the world origin
+  for (int i = 0; i < model.nbody; ++i) h += kern::apply_t(X0[i], d.ws.I[i] * d.ws.vel[i]);
+  for (int k = 0; k < 3; ++k) h_out[k] = h.n[k], h_out[3 + k] = h.f[k];
+}
+
+}  // namespace moreau

@@ -1,0 +1,33 @@
+// Model helpers: name lookups and totals.
+#include <algorithm>
+#include <numeric>
+
+#include "moreau/model.h"
+
+namespace moreau {
+
+const char* joint_type_name(JointType type) {
+  switch (type) {
+    case JointType::Free: return "free";
+    case JointType::Ball: return "ball";
+    case JointType::Revolute: return "revolute";
+    case JointType::Prismatic: return "prismatic";
+    case JointType::Fixed: return "fixed";
+  }
+  return "unknown";
+}
+
+namespace {
+int index_of(const std::vector<std::string>& names, const std::string& name) {
+  const auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
+}  // namespace
+
+int Model::body_index(const std::string& name) const { return index_of(body_name, name); }
+int Model::joint_index(const std::string& name) const { return index_of(jnt_name, name); }
+int Model::actuator_index(const std::string& name) const { return index_of(actuator_name, name); }
+
+double Model::total_mass() const { return std::accumulate(body_mass.begin(), body_mass.end(), 0.0); }
+
+}  // namespace moreau

@@ -1,0 +1,99 @@
+// moreau host — Simulator: validates at the boundary and forwards to a backend.
+#include "moreau/simulator.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "host/backend.h"
+
+namespace moreau {
+
+const char* device_name(Device d) { return d == Device::CUDA ? "cuda" : "cpu"; }
+const char* dtype_name(DType t) {
+  return t == DType::Float64 ? "float64" : (t == DType::Int32 ? "int32" : "float32");
+}
+
+#ifndef MOREAU_WITH_CUDA
+bool cuda_available() { return false; }
+std::unique_ptr<Backend> make_cuda_backend(const Model&, const SimulatorOptions&) {
+  throw Error("device cuda: moreau was built without the CUDA backend (nvcc was not found at configure time)");
+}
+#endif
+
+namespace {
+
+void check_n_env(const char* what, int expected, int got) {
+  if (expected != got)
+    throw Error(std::string(what) + ": wrong number of environments: expected " + std::to_string(expected) +
+                ", got " + std::to_string(got));
+}
+
+std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
+  if (o.n_env <= 0) throw Error("Simulator: n_env: expected > 0, got " + std::to_string(o.n_env));
+  if (o.timestep < 0 || !std::isfinite(o.timestep))
+    throw Error("Simulator: timestep: expected > 0 (or 0 for the model's), got " + std::to_string(o.timestep));
+  if (o.decimation < 0)
+    throw Error("Simulator: decimation: expected >= 1 (or 0 for the model's), got " + std::to_string(o.decimation));
+  if (o.timestep > 0) model.timestep = o.timestep;
+  if (o.decimation > 0) model.decimation = o.decimation;
+  if (o.device == Device::CUDA) {
+    if (o.dtype != DType::Float32)
+      throw Error(std::string("Simulator: dtype: the CUDA backend runs float32, got ") + dtype_name(o.dtype));
+    return make_cuda_backend(model, o);
+  }
+  if (o.dtype == DType::Int32) throw Error("Simulator: dtype: expected float32 or float64, got int32");
+  return make_cpu_backend(model, o);
+}
+
+}  // namespace
+
+Simulator::Simulator(const Model& model, const SimulatorOptions& options)
+    : backend_(make_backend(model, options)) {
+  reset_all();
+}
+
+Simulator::~Simulator() = default;
+
+const Model& Simulator::model() const { return backend_->model(); }
+const SimulatorOptions& Simulator::options() const { return backend_->options(); }
+int Simulator::n_env() const { return backend_->options().n_env; }
+
+View Simulator::q() { return backend_->q(); }
+View Simulator::v() { return backend_->v(); }
+View Simulator::action() { return backend_->action(); }
+View Simulator::status() { return backend_->status(); }
+View Simulator::time() { return backend_->time(); }
+View Simulator::param(const std::string& name) { return backend_->param(name); }
+std::vector<std::string> Simulator::param_names() const { return backend_->param_names(); }
+
+void Simulator::set_param(const std::string& name, const double* values, int len, int width) {
+  backend_->set_param(name, values, len, width);
+}
+
+void Simulator::set_state(const double* q, const double* v, int n_env) {
+  check_n_env("set_state", this->n_env(), n_env);
+  backend_->set_state(q, v);
+}
+void Simulator::get_state(double* q, double* v, int n_env) const {
+  check_n_env("get_state", this->n_env(), n_env);
+  backend_->get_state(q, v);
+}
+void Simulator::set_action(const double* action, int n_env) {
+  check_n_env("set_action", this->n_env(), n_env);
+  backend_->set_action(action);
+}
+void Simulator::get_status(int32_t* status, int n_env) const {
+  check_n_env("get_status", this->n_env(), n_env);
+  backend_->get_status(status);
+}
+
+void Simulator::step(int k) { backend_->step(k); }
+void Simulator::reset(const int32_t* env_ids, int count) { backend_->reset(env_ids, count); }
+void Simulator::reset_all() {
+  std::vector<int32_t> ids(n_env());
+  std::iota(ids.begin(), ids.end(), 0);
+  backend_->reset(ids.data(), n_env());
+}
+void Simulator::synchronize() { backend_->synchronize(); }
+
+}  // namespace moreau

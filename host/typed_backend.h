@@ -1,0 +1,230 @@
+// moreau host — buffers, parameters and views for one scalar type, shared by the CPU and
+// CUDA backends; they supply memory (Memory) and the launches (launch_step, launch_reset).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "host/backend.h"
+#include "kernels/step.h"
+
+namespace moreau {
+
+// Where the buffers live: allocation and host <-> device copies.
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual Device device() const = 0;
+  virtual int device_id() const { return 0; }
+  virtual void* alloc(size_t bytes) = 0;  // throws Error naming the bytes on failure
+  virtual void release(void* p) = 0;
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() {}
+  // Throws Error if `bytes` for `n_env` environments cannot fit (default: allocation decides).
+  virtual void check_capacity(size_t /*bytes*/, int /*n_env*/) {}
+};
+
+template <class S>
+class TypedBackend : public Backend {
+ public:
+  TypedBackend(const Model& model, const SimulatorOptions& options, std::unique_ptr<Memory> memory)
+      : model_(model), options_(options), packed_(model_), mem_(std::move(memory)) {
+    const int n = options_.n_env;
+    // Total bytes first, so that a batch too large fails with one clear message.
+    const size_t per_env = sizeof(S) * (model_.nq + model_.nv + model_.nu + 1) + sizeof(int32_t);
+    const size_t model_bytes = sizeof(S) * packed_.reals.size() + sizeof(int) * packed_.ints.size();
+    mem_->check_capacity(per_env * static_cast<size_t>(n) + model_bytes, n);
+    d_reals_ = alloc<S>(packed_.reals.size());
+    d_ints_ = alloc<int>(packed_.ints.size());
+    mem_->upload(d_reals_, packed_.reals.data(), sizeof(S) * packed_.reals.size());
+    mem_->upload(d_ints_, packed_.ints.data(), sizeof(int) * packed_.ints.size());
+    view_ = packed_.view(d_reals_, d_ints_);
+    d_q_ = alloc<S>(static_cast<size_t>(n) * model_.nq);
+    d_v_ = alloc<S>(static_cast<size_t>(n) * model_.nv);
+    d_action_ = alloc<S>(static_cast<size_t>(n) * model_.nu);
+    d_time_ = alloc<S>(n);
+    d_status_ = alloc<int32_t>(n);
+    set_param("kp", model_.actuator_kp.data(), 1, model_.nu);
+    set_param("kd", model_.actuator_kd.data(), 1, model_.nu);
+    const double zero = 0;
+    set_param("added_base_mass", &zero, 1, 1);
+  }
+
+  ~TypedBackend() override {
+    for (void* p : allocations_) mem_->release(p);
+  }
+
+  const Model& model() const override { return model_; }
+  const SimulatorOptions& options() const override { return options_; }
+
+  View q() override { return view_of(d_q_, model_.nq); }
+  View v() override { return view_of(d_v_, model_.nv); }
+  View action() override { return view_of(d_action_, model_.nu); }
+  View time() override { return view_of(d_time_, 1); }
+  View status() override {
+    View s = view_of(d_status_, 1);
+    s.dtype = DType::Int32;
+    return s;
+  }
+
+  View param(const std::string& name) override {
+    const ParamBuffer& p = find_param(name);
+    View view = view_of(p.data, p.width, p.len);
+    return view;
+  }
+
+  std::vector<std::string> param_names() const override {
+    std::vector<std::string> names;
+    for (const auto& kv : params_) names.push_back(kv.first);
+    return names;
+  }
+
+  void set_param(const std::string& name, const double* values, int len, int width) override {
+    const int n = options_.n_env;
+    const int expected_width = param_width(name);
+    if (width != expected_width)
+      throw Error("set_param('" + name + "'): wrong width: expected " + std::to_string(expected_width) +
+                  ", got " + std::to_string(width));
+    if (len != 1 && len != n)
+      throw Error("set_param('" + name + "'): wrong length: expected 1 or n_env = " + std::to_string(n) +
+                  ", got " + std::to_string(len));
+    for (size_t k = 0; k < static_cast<size_t>(len) * width; ++k)
+      if (!std::isfinite(values[k]))
+        throw Error("set_param('" + name + "'): value " + std::to_string(k) + " is not finite");
+    ParamBuffer& p = params_[name];
+    if (p.len != len || p.width != width) {
+      if (p.data) release(p.data);
+      p.data = alloc<S>(std::max<size_t>(1, static_cast<size_t>(len) * width));
+      p.len = len;
+      p.width = width;
+    }
+    upload_field_major(p.data, values, len, width);
+  }
+
+  void set_state(const double* q, const double* v) override {
+    upload_field_major(d_q_, q, options_.n_env, model_.nq);
+    upload_field_major(d_v_, v, options_.n_env, model_.nv);
+  }
+  void get_state(double* q, double* v) override {
+    download_row_major(q, d_q_, options_.n_env, model_.nq);
+    download_row_major(v, d_v_, options_.n_env, model_.nv);
+  }
+  void set_action(const double* action) override {
+    upload_field_major(d_action_, action, options_.n_env, model_.nu);
+  }
+  void get_status(int32_t* status) override {
+    mem_->download(status, d_status_, sizeof(int32_t) * options_.n_env);
+  }
+
+  void step(int k) override {
+    if (k < 0) throw Error("step: expected k >= 0, got " + std::to_string(k));
+    if (k > 0) launch_step(view_, params(), batch(), k);
+  }
+
+  void reset(const int32_t* env_ids, int count) override {
+    for (int i = 0; i < count; ++i)
+      if (env_ids[i] < 0 || env_ids[i] >= options_.n_env)
+        throw Error("reset: env id " + std::to_string(env_ids[i]) + " at position " + std::to_string(i) +
+                    " out of range: expected 0 <= id < " + std::to_string(options_.n_env));
+    if (count > 0) launch_reset(view_, batch(), env_ids, count);
+  }
+
+  void synchronize() override { mem_->synchronize(); }
+
+ protected:
+  // Runs kern::control_step k times on every environment.
+  virtual void launch_step(const kern::ModelView<S>& m, const kern::Params<S>& p, const kern::Batch<S>& b,
+                           int k) = 0;
+  // Runs kern::reset_env on the listed environments (host array of valid ids).
+  virtual void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,
+                            int count) = 0;
+
+  kern::Params<S> params() const {
+    auto get = [&](const char* name) {
+      const ParamBuffer& p = params_.at(name);
+      return kern::Param<S>{p.data, p.len};
+    };
+    return {get("kp"), get("kd"), get("added_base_mass")};
+  }
+  kern::Batch<S> batch() const { return {options_.n_env, d_q_, d_v_, d_action_, d_status_, d_time_}; }
+
+  Memory& memory() { return *mem_; }
+
+ private:
+  struct ParamBuffer {
+    S* data = nullptr;
+    int len = 0, width = 0;
+  };
+
+  // Width of a known parameter; throws for an unknown name.
+  int param_width(const std::string& name) const {
+    if (name == "kp" || name == "kd") return model_.nu;
+    if (name == "added_base_mass") return 1;
+    throw Error("unknown parameter '" + name + "': expected one of added_base_mass, kd, kp");
+  }
+  const ParamBuffer& find_param(const std::string& name) const {
+    param_width(name);
+    return params_.at(name);
+  }
+
+  template <class T>
+  T* alloc(size_t count) {
+    void* p = mem_->alloc(std::max<size_t>(1, count) * sizeof(T));
+    allocations_.push_back(p);
+    return static_cast<T*>(p);
+  }
+  void release(void* p) {
+    mem_->release(p);
+    allocations_.erase(std::find(allocations_.begin(), allocations_.end(), p));
+  }
+
+  template <class T>
+  View view_of(T* data, int width, int rows = -1) {
+    View view;
+    view.data = data;
+    view.dtype = sizeof(S) == 4 ? DType::Float32 : DType::Float64;
+    view.device = mem_->device();
+    view.device_id = mem_->device_id();
+    view.shape[0] = rows < 0 ? options_.n_env : rows;
+    view.shape[1] = width;
+    view.strides[0] = 1;
+    view.strides[1] = view.shape[0];
+    return view;
+  }
+
+  // Host row-major (rows x width) doubles -> device field-major S.
+  void upload_field_major(S* dst, const double* src, int rows, int width) {
+    std::vector<S> staging(static_cast<size_t>(rows) * width);
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < width; ++k) staging[static_cast<size_t>(k) * rows + r] = static_cast<S>(src[r * width + k]);
+    mem_->upload(dst, staging.data(), sizeof(S) * staging.size());
+  }
+  void download_row_major(double* dst, const S* src, int rows, int width) {
+    std::vector<S> staging(static_cast<size_t>(rows) * width);
+    mem_->download(staging.data(), src, sizeof(S) * staging.size());
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < width; ++k) dst[r * width + k] = staging[static_cast<size_t>(k) * rows + r];
+  }
+
+  Model model_;
+  SimulatorOptions options_;
+  PackedModel<S> packed_;
+  std::unique_ptr<Memory> mem_;
+  std::vector<void*> allocations_;
+  S* d_reals_ = nullptr;
+  int* d_ints_ = nullptr;
+  kern::ModelView<S> view_{};
+  S* d_q_ = nullptr;
+  S* d_v_ = nullptr;
+  S* d_action_ = nullptr;
+  S* d_time_ = nullptr;
+  int32_t* d_status_ = nullptr;
+  std::map<std::string, ParamBuffer> params_;
+};
+
+}  // namespace moreau

@@ -1,0 +1,41 @@
+// moreau kernels — shared configuration. Everything in kernels/ is header-only physics,
+// templated on the scalar, compiled as plain C++ on the host and __host__ __device__ under nvcc.
+#pragma once
+
+#include <cmath>
+
+#include "moreau/limits.h"
+
+#if defined(__CUDACC__)
+#define MOREAU_HD __host__ __device__ __forceinline__
+#else
+#define MOREAU_HD inline
+#endif
+
+namespace moreau {
+namespace kern {
+
+// Math wrappers so one call site serves float and double on host and device.
+MOREAU_HD float msqrt(float x) { return sqrtf(x); }
+MOREAU_HD double msqrt(double x) { return sqrt(x); }
+MOREAU_HD float msin(float x) { return sinf(x); }
+MOREAU_HD double msin(double x) { return sin(x); }
+MOREAU_HD float mcos(float x) { return cosf(x); }
+MOREAU_HD double mcos(double x) { return cos(x); }
+MOREAU_HD float mexp(float x) { return expf(x); }
+MOREAU_HD double mexp(double x) { return exp(x); }
+MOREAU_HD float mabs(float x) { return fabsf(x); }
+MOREAU_HD double mabs(double x) { return fabs(x); }
+template <class S>
+MOREAU_HD bool is_finite(S x) {
+  return x - x == x - x;  // false for NaN and ±Inf, also under -ffast-math-free builds
+}
+template <class S>
+MOREAU_HD S mmin(S a, S b) { return a < b ? a : b; }
+template <class S>
+MOREAU_HD S mmax(S a, S b) { return a > b ? a : b; }
+template <class S>
+MOREAU_HD S clamp(S x, S lo, S hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+}  // namespace kern
+}  // namespace moreau

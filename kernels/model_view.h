@@ -1,0 +1,82 @@
+// moreau kernels — what a kernel sees of the model, the per-environment parameters and the
+// batched state buffers. Plain pointers: the host fills them for CPU or device memory.
+#pragma once
+
+#include "kernels/config.h"
+
+namespace moreau {
+namespace kern {
+
+// Joint types, as moreau::JointType.
+enum : int { kJointFree = 0, kJointBall = 1, kJointRevolute = 2, kJointPrismatic = 3 };
+// Actuator types, as moreau::ActuatorType.
+enum : int { kActPosition = 0, kActMotor = 1 };
+// Status bits, as moreau::Status.
+enum : int { kStatusNanState = 1, kStatusNanAction = 2, kStatusSingularMass = 4, kStatusSolverNotConverged = 8 };
+
+// The compiled model in scalar S (field meanings: include/moreau/model.h).
+template <class S>
+struct ModelView {
+  int nq, nv, nu, nbody, ncon;
+  int decimation;
+  S timestep;
+  S gravity[3];
+  const int* body_parent;     // (nbody)
+  const S* body_pos;          // (nbody x 3)
+  const S* body_quat;         // (nbody x 4)
+  const S* body_mass;         // (nbody)
+  const S* body_com;          // (nbody x 3)
+  const S* body_inertia;      // (nbody x 6)
+  const int* jnt_type;        // (nbody)
+  const int* jnt_qposadr;     // (nbody)
+  const int* jnt_dofadr;      // (nbody)
+  const S* jnt_axis;          // (nbody x 3)
+  const S* jnt_pos;           // (nbody x 3)
+  const int* dof_parent;      // (nv)
+  const S* dof_damping;       // (nv)
+  const S* dof_armature;      // (nv)
+  const S* qpos0;             // (nq)
+  const int* actuator_type;   // (nu)
+  const int* actuator_dof;    // (nu)
+  const int* actuator_qposadr;  // (nu)
+  const S* actuator_gear;     // (nu)
+  const int* actuator_ctrllimited;   // (nu)
+  const S* actuator_ctrlrange;       // (nu x 2)
+  const int* actuator_forcelimited;  // (nu)
+  const S* actuator_forcerange;      // (nu x 2)
+  const S* actuator_peakforce;       // (nu)
+  const S* actuator_maxvel;          // (nu)
+  const int* con_body;        // (ncon)
+  const S* con_pos;           // (ncon x 3)
+  const S* con_radius;        // (ncon)
+};
+
+// A per-environment parameter: `len` rows (1 or n_env) of `width` values, element k of
+// row r at data[k * len + r]; environment e reads row e % len.
+template <class S>
+struct Param {
+  const S* data;
+  int len;
+  MOREAU_HD S get(int env, int k = 0) const { return data[k * len + env % len]; }
+};
+
+template <class S>
+struct Params {
+  Param<S> kp;               // (len x nu) position-servo gains
+  Param<S> kd;               // (len x nu)
+  Param<S> added_base_mass;  // (len x 1) added at the root body's centre of mass
+};
+
+// Batched state: element k of environment e of a field at [k * n_env + e].
+template <class S>
+struct Batch {
+  int n_env;
+  S* q;            // (n_env x nq)
+  S* v;            // (n_env x nv)
+  S* action;       // (n_env x nu)
+  int* status;     // (n_env)
+  S* time;         // (n_env)
+};
+
+}  // namespace kern
+}  // namespace moreau

@@ -1,0 +1,80 @@
+#include "support/test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace moreau::test {
+
+void random_quat(std::mt19937& rng, double* quat) {
+  // A normalised 4-D Gaussian is uniform on the unit 3-sphere.
+  std::normal_distribution<double> normal(0.0, 1.0);
+  double n2 = 0;
+  do {
+    n2 = 0;
+    for (int i = 0; i < 4; ++i) {
+      quat[i] = normal(rng);
+      n2 += quat[i] * quat[i];
+    }
+  } while (n2 < 1e-12);
+  const double inv = 1.0 / std::sqrt(n2);
+  for (int i = 0; i < 4; ++i) quat[i] *= inv;
+}
+
+void random_state(const Model& model, std::mt19937& rng, double* q, double* v) {
+  const double pi = 3.14159265358979323846;
+  for (int j = 0; j < model.nbody; ++j) {
+    double* qj = q + model.jnt_qposadr[j];
+    switch (static_cast<JointType>(model.jnt_type[j])) {
+      case JointType::Free:
+        for (int i = 0; i < 3; ++i) qj[i] = std::uniform_real_distribution<double>(-1, 1)(rng);
+        random_quat(rng, qj + 3);
+        break;
+      case JointType::Ball:
+        random_quat(rng, qj);
+        break;
+      case JointType::Revolute:
+      case JointType::Prismatic: {
+        const double half = model.jnt_type[j] == static_cast<int>(JointType::Revolute) ? pi : 1;
+        const double lo = model.jnt_limited[j] ? model.jnt_range[2 * j] : -half;
+        const double hi = model.jnt_limited[j] ? model.jnt_range[2 * j + 1] : half;
+        qj[0] = std::uniform_real_distribution<double>(lo, hi)(rng);
+        break;
+      }
+      case JointType::Fixed:
+        break;
+    }
+  }
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (int i = 0; i < model.nv; ++i) v[i] = normal(rng);
+}
+
+::testing::AssertionResult near_rel(const double* a, const double* b, int n, double rel,
+                                    double abs_floor, const std::string& what) {
+  int fails = 0, worst = -1;
+  double worst_ratio = 0;
+  for (int i = 0; i < n; ++i) {
+    const double tol = std::max(rel * std::max(std::abs(a[i]), std::abs(b[i])), abs_floor);
+    const double err = std::abs(a[i] - b[i]);
+    // !(err <= tol) also catches NaN.
+    if (!(err <= tol)) {
+      ++fails;
+      const double ratio = std::isfinite(err) ? err / tol : INFINITY;
+      if (worst < 0 || ratio > worst_ratio) worst = i, worst_ratio = ratio;
+    }
+  }
+  if (fails == 0) return ::testing::AssertionSuccess();
+  std::ostringstream s;
+  s.precision(17);
+  const double tol = std::max(rel * std::max(std::abs(a[worst]), std::abs(b[worst])), abs_floor);
+  s << what << "[" << worst << "]: " << a[worst] << " vs " << b[worst] << ", |diff| "
+    << std::abs(a[worst] - b[worst]) << " > tol " << tol << " (rel " << rel << ", floor "
+    << abs_floor << "); " << fails << " of " << n << " entries fail";
+  return ::testing::AssertionFailure() << s.str();
+}
+
+std::string asset(const std::string& name) { return std::string(MOREAU_ASSETS_DIR "/robots/") + name; }
+
+std::string refdata(const std::string& path) { return std::string(MOREAU_REFDATA_DIR "/") + path; }
+
+}  // namespace moreau::test

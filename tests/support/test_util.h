@@ -1,0 +1,45 @@
+// Test helpers: seeded random states, tolerance checks that name the failing index, paths
+// to assets and reference data.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "moreau/model.h"
+
+namespace moreau::test {
+
+// Random state, q (nq) and v (nv): scalar joints uniform in their range when limited, else
+// revolute in [−π, π] and prismatic in [−1, 1] m; free: position uniform in ±1 m and a
+// uniformly random unit quaternion; ball: uniformly random unit quaternion; v ~ N(0, 1).
+void random_state(const Model& model, std::mt19937& rng, double* q, double* v);
+
+// Uniformly random unit quaternion (w, x, y, z).
+void random_quat(std::mt19937& rng, double* quat);
+
+// Passes when |a[i] − b[i]| ≤ max(rel · max(|a[i]|, |b[i]|), abs_floor) for all i < n;
+// otherwise the message names `what`, the worst index, both values and how many fail.
+::testing::AssertionResult near_rel(const double* a, const double* b, int n, double rel,
+                                    double abs_floor, const std::string& what);
+inline ::testing::AssertionResult near_rel(const std::vector<double>& a,
+                                           const std::vector<double>& b, double rel,
+                                           double abs_floor, const std::string& what) {
+  if (a.size() != b.size()) {
+    return ::testing::AssertionFailure() << what << ": size " << a.size() << " vs " << b.size();
+  }
+  return near_rel(a.data(), b.data(), static_cast<int>(a.size()), rel, abs_floor, what);
+}
+
+// EXPECT_NEAR_REL(a, b, [n,] rel, abs_floor, what): pointers with n, or vectors.
+#define EXPECT_NEAR_REL(...) EXPECT_TRUE(::moreau::test::near_rel(__VA_ARGS__))
+#define ASSERT_NEAR_REL(...) ASSERT_TRUE(::moreau::test::near_rel(__VA_ARGS__))
+
+// MOREAU_ASSETS_DIR "/robots/" + name
+std::string asset(const std::string& name);
+// MOREAU_REFDATA_DIR "/" + path
+std::string refdata(const std::string& path);
+
+}  // namespace moreau::test
