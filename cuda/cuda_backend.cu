@@ -9,10 +9,11 @@ namespace {
 constexpr int kBlock = 128;
 
 template <class S>
-__global__ void control_step_fwd_kernel(kern::ModelView<S> m, kern::Params<S> p, kern::Batch<S> b, int k) {
+__global__ void control_step_fwd_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+                                        kern::Batch<S> b, int k) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
   if (env >= b.n_env) return;
-  for (int s = 0; s < k; ++s) kern::control_step(m, p, b, env);
+  for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
 }
 
 template <class S>
@@ -71,9 +72,9 @@ class CudaBackend : public TypedBackend<float> {
  protected:
   cudaStream_t stream() { return static_cast<CudaMemory&>(memory()).stream(); }
 
-  void launch_step(const kern::ModelView<float>& m, const kern::Params<float>& p, const kern::Batch<float>& b,
-                   int k) override {
-    control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, p, b, k);
+  void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
+                   const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
+    control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, cfg, p, b, k);
     MOREAU_CUDA_CHECK(cudaGetLastError());
   }
   void launch_reset(const kern::ModelView<float>& m, const kern::Batch<float>& b, const int32_t* env_ids,

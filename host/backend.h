@@ -106,6 +106,12 @@ class Backend {
   virtual View action() = 0;
   virtual View status() = 0;
   virtual View time() = 0;
+  virtual View contact_gap() = 0;
+  virtual View contact_impulse() = 0;
+  virtual View contact_active() = 0;
+  virtual View solver_iterations() = 0;
+  virtual View solver_residual() = 0;
+  virtual int substeps() const = 0;
   virtual View param(const std::string& name) = 0;
   virtual void set_param(const std::string& name, const double* values, int len, int width) = 0;
   virtual std::vector<std::string> param_names() const = 0;

@@ -37,11 +37,11 @@ class CpuBackend : public TypedBackend<S> {
       : TypedBackend<S>(model, options, std::make_unique<HostMemory>()), pool_(options.n_threads) {}
 
  protected:
-  void launch_step(const kern::ModelView<S>& m, const kern::Params<S>& p, const kern::Batch<S>& b,
-                   int k) override {
+  void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
+                   const kern::Batch<S>& b, int k) override {
     pool_.parallel_for(b.n_env, [&](int begin, int end) {
       for (int env = begin; env < end; ++env)
-        for (int s = 0; s < k; ++s) kern::control_step(m, p, b, env);
+        for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
     });
   }
   void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,

@@ -20,6 +20,24 @@ std::unique_ptr<Backend> make_cuda_backend(const Model&, const SimulatorOptions&
 }
 #endif
 
+const char* contact_mode_name(ContactMode mode) {
+  switch (mode) {
+    case ContactMode::None: return "none";
+    case ContactMode::Hard: return "hard";
+    case ContactMode::Soft: return "soft";
+    case ContactMode::Smooth: return "smooth";
+    case ContactMode::HardSmoothGrad: return "hard_smooth_grad";
+  }
+  return "?";
+}
+
+ContactMode contact_mode_from_name(const std::string& name) {
+  for (ContactMode m : {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
+                        ContactMode::HardSmoothGrad})
+    if (name == contact_mode_name(m)) return m;
+  throw Error("contact mode: expected one of none, hard, soft, smooth, hard_smooth_grad, got '" + name + "'");
+}
+
 namespace {
 
 void check_n_env(const char* what, int expected, int got) {
@@ -63,6 +81,12 @@ View Simulator::v() { return backend_->v(); }
 View Simulator::action() { return backend_->action(); }
 View Simulator::status() { return backend_->status(); }
 View Simulator::time() { return backend_->time(); }
+View Simulator::contact_gap() { return backend_->contact_gap(); }
+View Simulator::contact_impulse() { return backend_->contact_impulse(); }
+View Simulator::contact_active() { return backend_->contact_active(); }
+View Simulator::solver_iterations() { return backend_->solver_iterations(); }
+View Simulator::solver_residual() { return backend_->solver_residual(); }
+int Simulator::substeps() const { return backend_->substeps(); }
 View Simulator::param(const std::string& name) { return backend_->param(name); }
 std::vector<std::string> Simulator::param_names() const { return backend_->param_names(); }
 

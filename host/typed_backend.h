@@ -36,7 +36,8 @@ class TypedBackend : public Backend {
       : model_(model), options_(options), packed_(model_), mem_(std::move(memory)) {
     const int n = options_.n_env;
     // Total bytes first, so that a batch too large fails with one clear message.
-    const size_t per_env = sizeof(S) * (model_.nq + model_.nv + model_.nu + 1) + sizeof(int32_t);
+    const size_t per_env = sizeof(S) * (model_.nq + model_.nv + model_.nu + 2 * model_.ncon + 2) +
+                           sizeof(int32_t) * (model_.ncon + 2);
     const size_t model_bytes = sizeof(S) * packed_.reals.size() + sizeof(int) * packed_.ints.size();
     mem_->check_capacity(per_env * static_cast<size_t>(n) + model_bytes, n);
     d_reals_ = alloc<S>(packed_.reals.size());
@@ -49,11 +50,25 @@ class TypedBackend : public Backend {
     d_action_ = alloc<S>(static_cast<size_t>(n) * model_.nu);
     d_time_ = alloc<S>(n);
     d_status_ = alloc<int32_t>(n);
+    d_con_gap_ = alloc<S>(static_cast<size_t>(n) * model_.ncon);
+    d_con_impulse_ = alloc<S>(static_cast<size_t>(n) * model_.ncon);
+    d_con_active_ = alloc<int32_t>(static_cast<size_t>(n) * model_.ncon);
+    d_solver_iterations_ = alloc<int32_t>(n);
+    d_solver_residual_ = alloc<S>(n);
     set_param("kp", model_.actuator_kp.data(), 1, model_.nu);
     set_param("kd", model_.actuator_kd.data(), 1, model_.nu);
-    const double zero = 0;
-    set_param("added_base_mass", &zero, 1, 1);
+    for (const ScalarParam& sp : kScalarParams) set_param(sp.name, &sp.default_value, 1, 1);
+    const ContactOptions& c = options_.contact;
+    if (c.max_iterations < 1)
+      throw Error("Simulator: contact.max_iterations: expected >= 1, got " + std::to_string(c.max_iterations));
+    if (c.tolerance < 0 || !std::isfinite(c.tolerance))
+      throw Error("Simulator: contact.tolerance: expected >= 0 (0 = default), got " + std::to_string(c.tolerance));
+    if (c.substeps < 0)
+      throw Error("Simulator: contact.substeps: expected >= 0 (0 = automatic), got " + std::to_string(c.substeps));
+    update_substeps();
   }
+
+  int substeps() const override { return substeps_; }
 
   ~TypedBackend() override {
     for (void* p : allocations_) mem_->release(p);
@@ -66,11 +81,12 @@ class TypedBackend : public Backend {
   View v() override { return view_of(d_v_, model_.nv); }
   View action() override { return view_of(d_action_, model_.nu); }
   View time() override { return view_of(d_time_, 1); }
-  View status() override {
-    View s = view_of(d_status_, 1);
-    s.dtype = DType::Int32;
-    return s;
-  }
+  View status() override { return view_of(d_status_, 1); }
+  View contact_gap() override { return view_of(d_con_gap_, model_.ncon); }
+  View contact_impulse() override { return view_of(d_con_impulse_, model_.ncon); }
+  View contact_active() override { return view_of(d_con_active_, model_.ncon); }
+  View solver_iterations() override { return view_of(d_solver_iterations_, 1); }
+  View solver_residual() override { return view_of(d_solver_residual_, 1); }
 
   View param(const std::string& name) override {
     const ParamBuffer& p = find_param(name);
@@ -104,6 +120,7 @@ class TypedBackend : public Backend {
       p.width = width;
     }
     upload_field_major(p.data, values, len, width);
+    if (name == "contact_kn") update_substeps(values, len);
   }
 
   void set_state(const double* q, const double* v) override {
@@ -123,7 +140,7 @@ class TypedBackend : public Backend {
 
   void step(int k) override {
     if (k < 0) throw Error("step: expected k >= 0, got " + std::to_string(k));
-    if (k > 0) launch_step(view_, params(), batch(), k);
+    if (k > 0) launch_step(view_, settings(), params(), batch(), k);
   }
 
   void reset(const int32_t* env_ids, int count) override {
@@ -138,8 +155,8 @@ class TypedBackend : public Backend {
 
  protected:
   // Runs kern::control_step k times on every environment.
-  virtual void launch_step(const kern::ModelView<S>& m, const kern::Params<S>& p, const kern::Batch<S>& b,
-                           int k) = 0;
+  virtual void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg,
+                           const kern::Params<S>& p, const kern::Batch<S>& b, int k) = 0;
   // Runs kern::reset_env on the listed environments (host array of valid ids).
   virtual void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,
                             int count) = 0;
@@ -149,9 +166,18 @@ class TypedBackend : public Backend {
       const ParamBuffer& p = params_.at(name);
       return kern::Param<S>{p.data, p.len};
     };
-    return {get("kp"), get("kd"), get("added_base_mass")};
+    return {get("kp"),       get("kd"),           get("added_base_mass"), get("friction"), get("contact_kn"),
+            get("contact_kd"), get("contact_zeta"), get("smooth_k"),        get("smooth_gmax")};
   }
-  kern::Batch<S> batch() const { return {options_.n_env, d_q_, d_v_, d_action_, d_status_, d_time_}; }
+  kern::Batch<S> batch() const {
+    return {options_.n_env,         d_q_,        d_v_,           d_action_, d_status_, d_time_, d_con_gap_,
+            d_con_impulse_, d_con_active_, d_solver_iterations_, d_solver_residual_};
+  }
+  kern::ContactSettings<S> settings() const {
+    const ContactOptions& c = options_.contact;
+    const S tolerance = c.tolerance > 0 ? static_cast<S>(c.tolerance) : S(sizeof(S) == 4 ? 2e-5 : 1e-6);
+    return {static_cast<int>(c.mode), c.max_iterations, tolerance, c.speculative ? 1 : 0, substeps_};
+  }
 
   Memory& memory() { return *mem_; }
 
@@ -161,11 +187,38 @@ class TypedBackend : public Backend {
     int len = 0, width = 0;
   };
 
+  // Parameters of width 1 and their defaults (docs/contact.md for the contact ones).
+  struct ScalarParam {
+    const char* name;
+    double default_value;
+  };
+  static constexpr ScalarParam kScalarParams[] = {
+      {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
+      {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.01}};
+
   // Width of a known parameter; throws for an unknown name.
   int param_width(const std::string& name) const {
     if (name == "kp" || name == "kd") return model_.nu;
-    if (name == "added_base_mass") return 1;
-    throw Error("unknown parameter '" + name + "': expected one of added_base_mass, kd, kp");
+    for (const ScalarParam& sp : kScalarParams)
+      if (name == sp.name) return 1;
+    std::string known = "kd, kp";
+    for (const ScalarParam& sp : kScalarParams) known += std::string(", ") + sp.name;
+    throw Error("unknown parameter '" + name + "': expected one of " + known);
+  }
+
+  // Soft contact: explicit springs need (h/n) sqrt(k_n/m) ≤ 1/2, with m a quarter of the
+  // lightest body that carries a contact point (a lower bound on a point's effective mass).
+  void update_substeps(const double* kn = nullptr, int len = 0) {
+    substeps_ = options_.contact.substeps > 0 ? options_.contact.substeps : 1;
+    if (options_.contact.substeps > 0 || options_.contact.mode != ContactMode::Soft || model_.ncon == 0) return;
+    double k_max = 0;
+    if (!kn)
+      for (const ScalarParam& sp : kScalarParams)
+        if (std::string(sp.name) == "contact_kn") k_max = sp.default_value;
+    for (int i = 0; i < len; ++i) k_max = std::max(k_max, kn[i]);
+    double m_min = 1e300;
+    for (int k = 0; k < model_.ncon; ++k) m_min = std::min(m_min, model_.body_mass[model_.con_body[k]] / 4);
+    substeps_ = std::max(1, static_cast<int>(std::ceil(2 * model_.timestep * std::sqrt(k_max / m_min))));
   }
   const ParamBuffer& find_param(const std::string& name) const {
     param_width(name);
@@ -187,7 +240,7 @@ class TypedBackend : public Backend {
   View view_of(T* data, int width, int rows = -1) {
     View view;
     view.data = data;
-    view.dtype = sizeof(S) == 4 ? DType::Float32 : DType::Float64;
+    view.dtype = std::is_same<T, int32_t>::value ? DType::Int32 : (sizeof(S) == 4 ? DType::Float32 : DType::Float64);
     view.device = mem_->device();
     view.device_id = mem_->device_id();
     view.shape[0] = rows < 0 ? options_.n_env : rows;
@@ -224,6 +277,12 @@ class TypedBackend : public Backend {
   S* d_action_ = nullptr;
   S* d_time_ = nullptr;
   int32_t* d_status_ = nullptr;
+  S* d_con_gap_ = nullptr;
+  S* d_con_impulse_ = nullptr;
+  int32_t* d_con_active_ = nullptr;
+  int32_t* d_solver_iterations_ = nullptr;
+  S* d_solver_residual_ = nullptr;
+  int substeps_ = 1;
   std::map<std::string, ParamBuffer> params_;
 };
 

@@ -114,21 +114,31 @@ MOREAU_HD bool ltl_factor(const ModelView<S>& m, S* H) {
   return true;
 }
 
-// x ← H⁻¹ x with H = Lᵀ L from ltl_factor.
+// x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.
 template <class S>
-MOREAU_HD void ltl_solve(const ModelView<S>& m, const S* L, S* x) {
+MOREAU_HD void ltl_solve_t(const ModelView<S>& m, const S* L, S* x) {
   const int nv = m.nv;
-  const int* lambda = m.dof_parent;
-  // Lᵀ y = x: from the leaves up
   for (int i = nv - 1; i >= 0; --i) {
     x[i] /= L[i * nv + i];
-    for (int j = lambda[i]; j >= 0; j = lambda[j]) x[j] -= L[i * nv + j] * x[i];
+    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[j] -= L[i * nv + j] * x[i];
   }
-  // L x = y: from the root down
+}
+
+// x ← L⁻¹ x (solves L y = x), from the root down.
+template <class S>
+MOREAU_HD void ltl_solve_l(const ModelView<S>& m, const S* L, S* x) {
+  const int nv = m.nv;
   for (int i = 0; i < nv; ++i) {
-    for (int j = lambda[i]; j >= 0; j = lambda[j]) x[i] -= L[i * nv + j] * x[j];
+    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[i] -= L[i * nv + j] * x[j];
     x[i] /= L[i * nv + i];
   }
+}
+
+// x ← H⁻¹ x = L⁻¹ L⁻ᵀ x with H = Lᵀ L from ltl_factor.
+template <class S>
+MOREAU_HD void ltl_solve(const ModelView<S>& m, const S* L, S* x) {
+  ltl_solve_t(m, L, x);
+  ltl_solve_l(m, L, x);
 }
 
 }  // namespace kern

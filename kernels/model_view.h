@@ -11,6 +11,8 @@ namespace kern {
 enum : int { kJointFree = 0, kJointBall = 1, kJointRevolute = 2, kJointPrismatic = 3 };
 // Actuator types, as moreau::ActuatorType.
 enum : int { kActPosition = 0, kActMotor = 1 };
+// Contact modes, as moreau::ContactMode.
+enum : int { kContactNone = 0, kContactHard = 1, kContactSoft = 2, kContactSmooth = 3, kContactHardSmoothGrad = 4 };
 // Status bits, as moreau::Status.
 enum : int { kStatusNanState = 1, kStatusNanAction = 2, kStatusSingularMass = 4, kStatusSolverNotConverged = 8 };
 
@@ -65,6 +67,22 @@ struct Params {
   Param<S> kp;               // (len x nu) position-servo gains
   Param<S> kd;               // (len x nu)
   Param<S> added_base_mass;  // (len x 1) added at the root body's centre of mass
+  Param<S> friction;         // (len x 1) Coulomb coefficient μ
+  Param<S> contact_kn;       // (len x 1) soft: normal stiffness [N/m]
+  Param<S> contact_kd;       // (len x 1) soft: normal damping [N s/m]; < 0: from contact_zeta
+  Param<S> contact_zeta;     // (len x 1) soft: damping ratio of the contact's effective mass
+  Param<S> smooth_k;         // (len x 1) smooth: sigmoid scale k [1/m]
+  Param<S> smooth_gmax;      // (len x 1) smooth: contacts with gap ≤ g_max enter [m]
+};
+
+// Per-simulator contact settings.
+template <class S>
+struct ContactSettings {
+  int mode;            // kContact*
+  int max_iterations;  // projected Gauss–Seidel cap (hard, smooth)
+  S tolerance;         // stop when no impulse changes by more than this, in velocity units [m/s]
+  int speculative;     // hard: a contact within reach this step may not end it penetrating
+  int substeps;        // physics substeps per step (soft contact with stiff springs)
 };
 
 // Batched state: element k of environment e of a field at [k * n_env + e].
@@ -76,6 +94,12 @@ struct Batch {
   S* action;       // (n_env x nu)
   int* status;     // (n_env)
   S* time;         // (n_env)
+  // contact information of the last physics step (may be null when ncon == 0)
+  S* con_gap;       // (n_env x ncon) signed distance [m], negative = penetration
+  S* con_impulse;   // (n_env x ncon) normal impulse applied over the step [N s]
+  int* con_active;  // (n_env x ncon) 1 if touching (gap ≤ 0 or a normal impulse acts)
+  int* solver_iterations;  // (n_env)
+  S* solver_residual;      // (n_env)
 };
 
 }  // namespace kern

@@ -7,7 +7,7 @@
 //   q_{k+1} = q_M ⊕ (h/2) v_{k+1}
 #pragma once
 
-#include "kernels/dynamics.h"
+#include "kernels/contact.h"
 
 namespace moreau {
 namespace kern {
@@ -43,13 +43,23 @@ MOREAU_HD void actuator_forces(const ModelView<S>& m, const Params<S>& p, int en
   }
 }
 
-// One physics step of size h, in place on (q, v). Returns status bits (0 = ok).
+// Contact information of one physics step (per contact point), and solver statistics.
 template <class S>
-MOREAU_HD int physics_step(const ModelView<S>& m, const Params<S>& p, int env, S* q, S* v, const S* ctrl,
-                           Workspace<S>& ws) {
-  const S h = m.timestep;
+struct ContactInfo {
+  S gap[kMaxContacts];
+  S impulse[kMaxContacts];
+  int active[kMaxContacts];
+};
+
+// One physics step of size h, in place on (q, v). Returns the contact stage's result; its
+// status bits are 0 when all went well.
+template <class S>
+MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                                        int env, S h, S* q, S* v, const S* ctrl, Workspace<S>& ws,
+                                        ContactScratch<S>& cs, ContactInfo<S>& info) {
   const int nv = m.nv;
-  S qM[kMaxNq], rhs[kMaxNv], hD[kMaxNv];
+  S qM[kMaxNq], rhs[kMaxNv], hD[kMaxNv], v_k[kMaxNv];
+  for (int k = 0; k < nv; ++k) v_k[k] = v[k];
   integrate(m, q, v, h / 2, qM);
   body_inertias(m, p.added_base_mass.get(env), ws);
   forward_kinematics(m, qM, ws);
@@ -61,11 +71,15 @@ MOREAU_HD int physics_step(const ModelView<S>& m, const Params<S>& p, int env, S
   actuator_forces(m, p, env, qM, v, ctrl, rhs);
   for (int k = 0; k < nv; ++k) rhs[k] *= h;
   crba(m, hD, ws);
-  if (!ltl_factor(m, ws.H)) return kStatusSingularMass;
+  if (!ltl_factor(m, ws.H)) return {kStatusSingularMass, 0, S(0)};
   ltl_solve(m, ws.H, rhs);
   for (int k = 0; k < nv; ++k) v[k] += rhs[k];
+  ContactResult<S> result{0, 0, S(0)};
+  if (cfg.mode != kContactNone && m.ncon > 0)
+    result = contact_stage(m, cfg, p, env, qM, v_k, h, PlaneGround<S>{}, ws, cs, v, info.gap, info.impulse,
+                           info.active);
   integrate(m, qM, v, h / 2, q);
-  return 0;
+  return result;
 }
 
 template <class S>
@@ -79,7 +93,8 @@ MOREAU_HD bool all_finite(const S* x, int n) {
 // An environment with a non-zero status is skipped. On failure the state is left as it was
 // before the control step and the status says why.
 template <class S>
-MOREAU_HD void control_step(const ModelView<S>& m, const Params<S>& p, const Batch<S>& b, int env) {
+MOREAU_HD void control_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                            const Batch<S>& b, int env) {
   if (b.status[env] != 0) return;
   const int n = b.n_env;
   S q[kMaxNq], v[kMaxNv], u[kMaxNu];
@@ -90,9 +105,21 @@ MOREAU_HD void control_step(const ModelView<S>& m, const Params<S>& p, const Bat
   if (!all_finite(u, m.nu)) status |= kStatusNanAction;
   if (!all_finite(q, m.nq) || !all_finite(v, m.nv)) status |= kStatusNanState;
   Workspace<S> ws;
-  for (int s = 0; s < m.decimation && status == 0; ++s) {
-    status = physics_step(m, p, env, q, v, u, ws);
+  ContactScratch<S> cs;
+  ContactInfo<S> info;
+  const S h = m.timestep / cfg.substeps;
+  int iterations = 0;
+  S residual = 0;
+  for (int s = 0; s < m.decimation * cfg.substeps && status == 0; ++s) {
+    const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info);
+    status = r.status;
+    iterations = r.iterations > iterations ? r.iterations : iterations;
+    residual = mmax(residual, r.residual);
     if (status == 0 && (!all_finite(q, m.nq) || !all_finite(v, m.nv))) status = kStatusNanState;
+  }
+  if (b.solver_iterations) {
+    b.solver_iterations[env] = iterations;
+    b.solver_residual[env] = residual;
   }
   if (status != 0) {
     b.status[env] = status;
@@ -100,6 +127,12 @@ MOREAU_HD void control_step(const ModelView<S>& m, const Params<S>& p, const Bat
   }
   for (int k = 0; k < m.nq; ++k) b.q[k * n + env] = q[k];
   for (int k = 0; k < m.nv; ++k) b.v[k * n + env] = v[k];
+  if (cfg.mode != kContactNone && b.con_gap)
+    for (int k = 0; k < m.ncon; ++k) {
+      b.con_gap[k * n + env] = info.gap[k];
+      b.con_impulse[k * n + env] = info.impulse[k];
+      b.con_active[k * n + env] = info.active[k];
+    }
   b.time[env] += m.decimation * m.timestep;
 }
 

@@ -32,7 +32,7 @@ struct JointSpec {
   std::array<double, 2> range{0, 0};     // position limits [rad or m] (stored; see docs)
   double damping = 0;                    // viscous joint damping [N m s/rad or N s/m]
   double armature = 0;                   // rotor inertia added to the mass matrix diagonal
-  double frictionloss = 0;               // dry friction; not modelled: compile() rejects > 0
+  double frictionloss = 0;               // dry friction; not modelled: compile() warns if > 0
 };
 
 struct ContactSpec {

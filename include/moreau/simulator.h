@@ -40,6 +40,21 @@ struct View {
   int64_t strides[2] = {0, 0};  // in elements
 };
 
+// Contact models (docs/contact.md): none; hard (Signorini–Coulomb impulses); soft
+// (spring–damper penalty); smooth (sigmoid-gated hard solve); hard forward with the smooth
+// model's gradient in the adjoint.
+enum class ContactMode : int { None = 0, Hard = 1, Soft = 2, Smooth = 3, HardSmoothGrad = 4 };
+const char* contact_mode_name(ContactMode mode);
+ContactMode contact_mode_from_name(const std::string& name);  // throws Error for an unknown name
+
+struct ContactOptions {
+  ContactMode mode = ContactMode::Hard;
+  int max_iterations = 500;  // projected Gauss–Seidel sweeps at most (hard, smooth)
+  double tolerance = 0;      // [m/s]; 0 = 1e-6 in float64, 2e-5 in float32
+  bool speculative = true;   // hard: contacts within reach may not end the step penetrating
+  int substeps = 0;          // physics substeps per step; 0 = automatic (soft: docs/contact.md)
+};
+
 struct SimulatorOptions {
   int n_env = 1;
   Device device = Device::CPU;
@@ -49,6 +64,7 @@ struct SimulatorOptions {
   void* cuda_stream = nullptr;   // cudaStream_t; null = the default stream
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
+  ContactOptions contact;
 };
 
 class Backend;
@@ -72,8 +88,22 @@ class Simulator {
   View status();
   View time();
 
+  // Contact information of the last physics step: contact_gap (n_env x ncon) signed distance
+  // [m], contact_impulse (n_env x ncon) normal impulse [N s], contact_active (n_env x ncon,
+  // int32) touching; solver_iterations (n_env x 1, int32) and solver_residual (n_env x 1,
+  // m/s): the largest over the physics steps of the last control step.
+  View contact_gap();
+  View contact_impulse();
+  View contact_active();
+  View solver_iterations();
+  View solver_residual();
+  // Physics substeps per step in use (ContactOptions::substeps or the automatic rule).
+  int substeps() const;
+
   // Per-environment parameters: a (len x width) array with len 1 or n_env; environment e
-  // reads row e % len. Names: "kp", "kd" (width nu), "added_base_mass" (width 1).
+  // reads row e % len. Names and defaults: "kp", "kd" (width nu; the model's gains),
+  // "added_base_mass" (0 kg), "friction" (μ = 1), "contact_kn" (1e4 N/m), "contact_kd"
+  // (−1: from contact_zeta), "contact_zeta" (1), "smooth_k" (300 1/m), "smooth_gmax" (0.01 m).
   View param(const std::string& name);
   void set_param(const std::string& name, const double* values, int len, int width);
   std::vector<std::string> param_names() const;
