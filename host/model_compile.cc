@@ -80,15 +80,20 @@ Mat3 inertia_matrix(const std::array<double, 6>& i) {
   return m;
 }
 
-// A body's inertia about its com must be positive definite with principal moments
-// A <= B <= C satisfying A + B >= C (relative tolerance 1e-9).
+// Principal moments A <= B <= C of an inertia about the com.
+std::array<double, 3> principal_moments(const Mat3& inertia) {
+  const Vec3 l = Eigen::SelfAdjointEigenSolver<Mat3>(inertia, Eigen::EigenvaluesOnly).eigenvalues();
+  return {l[0], l[1], l[2]};
+}
+
+// Physical mass distributions satisfy A + B >= C (relative tolerance 1e-9).
+bool triangle_inequality(const std::array<double, 3>& l) { return l[0] + l[1] >= l[2] * (1 - 1e-9); }
+
+// A moving body's inertia about its com: positive definite and physical.
 void check_inertia(const RobotSpec& spec, const std::string& loc, const Mat3& inertia) {
-  Eigen::SelfAdjointEigenSolver<Mat3> eig(inertia, Eigen::EigenvaluesOnly);
-  const Vec3 l = eig.eigenvalues();  // ascending
-  const std::array<double, 3> moments{l[0], l[1], l[2]};
-  if (!(l[0] > 0)) fail(spec, loc, "a positive definite matrix", "principal moments " + str(moments));
-  if (l[0] + l[1] < l[2] * (1 - 1e-9))
-    fail(spec, loc, "principal moments satisfying A + B >= C", str(moments));
+  const std::array<double, 3> l = principal_moments(inertia);
+  if (!(l[0] > 0)) fail(spec, loc, "a positive definite matrix", "principal moments " + str(l));
+  if (!triangle_inequality(l)) fail(spec, loc, "principal moments satisfying A + B >= C", str(l));
 }
 
 // Mass properties of one body, in the frame of the body it is merged into.
@@ -187,7 +192,8 @@ class Compiler {
     if (b.name.empty() || b.name == "world")
       fail(spec_, w + ".name", "a non-empty name other than 'world'", quoted(b.name));
     if (!body_by_name_.emplace(b.name, i).second)
-      fail(spec_, w + ".name", "a unique body name", quoted(b.name) + " (also " + where(spec_.bodies[body_by_name_[b.name]]) + ")");
+      fail(spec_, w + ".name", "a unique body name",
+           quoted(b.name) + " (also " + where(spec_.bodies[body_by_name_[b.name]]) + ")");
     const std::string jname = joint_name(b);
     if (!joint_by_name_.emplace(jname, i).second)
       fail(spec_, w + ".joint.name", "a unique joint name",
@@ -202,13 +208,26 @@ class Compiler {
     // A moving body's own mass may be 0 when merged fixed children give it mass
     // (check_moving_bodies); a massless body has no inertia.
     check_nonnegative(spec_, w + ".mass", b.mass);
-    if (b.mass > 0) {
+    if (b.mass > 0 && b.joint.type == JointType::Fixed) {
+      check_fixed_inertia(b, w + ".inertia");
+    } else if (b.mass > 0) {
       check_inertia(spec_, w + ".inertia", inertia_matrix(b.inertia));
     } else if (b.inertia != std::array<double, 6>{}) {
       fail(spec_, w + ".inertia", "zeros for a body of mass 0", str(b.inertia));
     }
 
-    for (size_t k = 0; k < b.contacts.size(); ++k) check_contact(b.contacts[k], w + ".contacts[" + std::to_string(k) + "]");
+    for (size_t k = 0; k < b.contacts.size(); ++k)
+      check_contact(b.contacts[k], w + ".contacts[" + std::to_string(k) + "]");
+  }
+
+  // A fixed body only adds to the body it merges into, which gets the full check: its own
+  // inertia may be a point mass (zero) and, as vendor files sometimes have, unphysical (warned).
+  void check_fixed_inertia(const BodySpec& b, const std::string& loc) {
+    const std::array<double, 3> l = principal_moments(inertia_matrix(b.inertia));
+    if (!(l[0] >= -1e-9 * l[2])) fail(spec_, loc, "a positive semi-definite matrix", "principal moments " + str(l));
+    if (!triangle_inequality(l))
+      m_.warnings.push_back("body " + quoted(b.name) + ": principal moments " + str(l) +
+                            " violate A + B >= C; accepted because the body is fixed and merged");
   }
 
   static std::string joint_name(const BodySpec& b) { return b.joint.name.empty() ? b.name : b.joint.name; }
@@ -422,10 +441,10 @@ class Compiler {
       const int jnt = m_.joint_index(a.joint);
       if (jnt < 0 || !is_scalar(JointType(m_.jnt_type[jnt]))) {
         const auto it = joint_by_name_.find(a.joint);
-        fail(spec_, w + ".joint", "the name of a revolute or prismatic joint",
-             quoted(a.joint) + (it == joint_by_name_.end()
-                                    ? " (no such joint)"
-                                    : std::string(" (a ") + joint_type_name(spec_.bodies[it->second].joint.type) + " joint)"));
+        const std::string what = it == joint_by_name_.end()
+                                     ? "no such joint"
+                                     : std::string("a ") + joint_type_name(spec_.bodies[it->second].joint.type) + " joint";
+        fail(spec_, w + ".joint", "the name of a revolute or prismatic joint", quoted(a.joint) + " (" + what + ")");
       }
       check_finite(spec_, w + ".gear", a.gear);
       if (a.gear == 0) fail(spec_, w + ".gear", "a non-zero number", str(a.gear));

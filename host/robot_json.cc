@@ -2,6 +2,7 @@
 // and wrong lengths are errors naming the source and the JSON path ("$.bodies[2].mass").
 // Physical validity (masses, inertias, names, tree) is checked by compile().
 #include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 
 #include <nlohmann/json.hpp>
@@ -163,8 +164,9 @@ class Reader {
     optional(j, path, "com", b.com, &Reader::numbers<3>);
     if (const json* cs = find(j, "contacts")) {
       const std::string cpath = path + ".contacts";
-      for (size_t k = 0; k < array(*cs, cpath).size(); ++k)
-        b.contacts.push_back(contact((*cs)[k], cpath + "[" + std::to_string(k) + "]"));
+      const json& list = array(*cs, cpath);
+      for (size_t k = 0; k < list.size(); ++k)
+        b.contacts.push_back(contact(list[k], cpath + "[" + std::to_string(k) + "]"));
     }
     return b;
   }
@@ -212,10 +214,12 @@ class Reader {
     optional(j, "$", "timestep", spec.timestep, &Reader::number);
     optional(j, "$", "decimation", spec.decimation, &Reader::integer);
     const json& bodies = array(require(j, "$", "bodies", "an array of bodies"), "$.bodies");
-    for (size_t i = 0; i < bodies.size(); ++i) spec.bodies.push_back(body(bodies[i], "$.bodies[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < bodies.size(); ++i)
+      spec.bodies.push_back(body(bodies[i], "$.bodies[" + std::to_string(i) + "]"));
     if (const json* acts = find(j, "actuators")) {
-      for (size_t i = 0; i < array(*acts, "$.actuators").size(); ++i)
-        spec.actuators.push_back(actuator((*acts)[i], "$.actuators[" + std::to_string(i) + "]"));
+      const json& list = array(*acts, "$.actuators");
+      for (size_t i = 0; i < list.size(); ++i)
+        spec.actuators.push_back(actuator(list[i], "$.actuators[" + std::to_string(i) + "]"));
     }
     if (const json* q = find(j, "default_qpos")) {
       if (!q->is_object()) fail("$.default_qpos", "an object of joint name: value", describe(*q));

@@ -523,6 +523,33 @@ TEST(ModelCompile, EveryValidationErrorNamesSourcePlaceExpectedAndGot) {
   }
 }
 
+// A fixed body may be a point mass or carry an unphysical inertia (warned): only the merged
+// body must be physical.
+TEST(ModelCompile, FixedBodyInertiaIsCheckedAfterMerging) {
+  RobotSpec spec = base_spec();
+  BodySpec sensor = body("sensor", "arm", JointType::Fixed, 0.01);
+  sensor.inertia = diag_inertia(1e-6, 1e-6, 1e-5);
+  BodySpec point = body("point", "arm", JointType::Fixed, 0.01);
+  point.inertia = {};
+  spec.bodies.push_back(sensor);
+  spec.bodies.push_back(point);
+  const Model m = compile(spec);
+  EXPECT_NEAR(m.body_mass[1], 1.02, 1e-15);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.warnings[0], "body 'sensor': principal moments [1e-06, 1e-06, 1e-05] violate A + B >= C; "
+                           "accepted because the body is fixed and merged");
+
+  spec.bodies[2].inertia = {1e-6, 1e-6, 1e-6, 1e-5, 0, 0};
+  try {
+    compile(spec);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("body 'sensor'.inertia: expected a positive semi-definite matrix, got principal moments [-9e-06"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Principal moments exactly on the triangle inequality (a thin rod or flat plate) are valid.
 TEST(ModelCompile, DegenerateButPhysicalInertiaIsAccepted) {
   RobotSpec spec = base_spec();

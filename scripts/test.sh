@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds and runs every test: the release build (CUDA backend when nvcc is found; GPU tests
+# skip with a message where no GPU is present), then the CPU suite under AddressSanitizer and
+# UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+[ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
+jobs=${MOREAU_JOBS:-2}
+cmake --preset release -G Ninja
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs"
+cmake --preset asan -G Ninja
+cmake --build --preset asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --preset asan -j "$jobs"
