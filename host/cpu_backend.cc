@@ -26,8 +26,12 @@ class HostMemory : public Memory {
     return p;
   }
   void release(void* p) override { std::free(p); }
-  void upload(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void download(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);  // src may be null for an empty field
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
 };
 
 template <class S>

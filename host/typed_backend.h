@@ -29,6 +29,15 @@ class Memory {
   virtual void check_capacity(size_t /*bytes*/, int /*n_env*/) {}
 };
 
+// Parameters of width 1 and their defaults (docs/contact.md for the contact ones).
+struct ScalarParam {
+  const char* name;
+  double default_value;
+};
+constexpr ScalarParam kScalarParams[] = {
+    {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
+    {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.01}};
+
 template <class S>
 class TypedBackend : public Backend {
  public:
@@ -186,15 +195,6 @@ class TypedBackend : public Backend {
     S* data = nullptr;
     int len = 0, width = 0;
   };
-
-  // Parameters of width 1 and their defaults (docs/contact.md for the contact ones).
-  struct ScalarParam {
-    const char* name;
-    double default_value;
-  };
-  static constexpr ScalarParam kScalarParams[] = {
-      {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
-      {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.01}};
 
   // Width of a known parameter; throws for an unknown name.
   int param_width(const std::string& name) const {
