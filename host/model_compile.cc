@@ -343,15 +343,27 @@ class Compiler {
     if (m_.nbody > kMaxBodies)
       fail(spec_, "bodies", "at most " + std::to_string(kMaxBodies) + " moving bodies after merging (kMaxBodies)",
            std::to_string(m_.nbody));
+    // A moving body may be massless (mass and inertia 0, as the intermediate bodies of an MJCF
+    // body with several joints) when a body below it carries mass, as in MuJoCo.
+    std::vector<double> subtree_mass(m_.nbody, 0.0);
+    for (int k = m_.nbody - 1; k >= 0; --k) {
+      subtree_mass[k] += mass_[k].mass;
+      if (m_.body_parent[k] >= 0) subtree_mass[m_.body_parent[k]] += subtree_mass[k];
+    }
     for (int k = 0; k < m_.nbody; ++k) {
       const BodySpec& b = spec_.bodies[spec_of_[k]];
       const MassProps& p = mass_[k];
-      if (!(p.mass > 0))
-        fail(spec_, where(b) + ".mass", "a number > 0 for a moving body (with its merged fixed children)", str(p.mass));
+      const bool massless = p.mass == 0 && p.inertia.isZero(0) && subtree_mass[k] > 0;
+      if (!(p.mass > 0) && !massless)
+        fail(spec_, where(b) + ".mass",
+             "a number > 0 for a moving body (with its merged fixed children), or 0 with zero inertia when a body "
+             "below it has mass",
+             str(p.mass));
       const std::array<double, 6> inertia{p.inertia(0, 0), p.inertia(1, 1), p.inertia(2, 2),
                                           p.inertia(0, 1), p.inertia(0, 2), p.inertia(1, 2)};
-      check_inertia(spec_, where(b) + ".inertia" + (p.mass != b.mass ? " (merged with fixed children)" : ""),
-                    p.inertia);
+      if (!massless)
+        check_inertia(spec_, where(b) + ".inertia" + (p.mass != b.mass ? " (merged with fixed children)" : ""),
+                      p.inertia);
       m_.body_mass.push_back(p.mass);
       m_.body_com.insert(m_.body_com.end(), p.com.data(), p.com.data() + 3);
       m_.body_inertia.insert(m_.body_inertia.end(), inertia.begin(), inertia.end());

@@ -7,6 +7,7 @@
 #include <Eigen/Dense>
 #include <gtest/gtest.h>
 
+#include "moreau/dynamics.h"
 #include "moreau/model.h"
 
 namespace moreau {
@@ -423,7 +424,8 @@ std::vector<BadCase> bad_cases() {
        {"test.json: $.bodies[1].parent: expected 'world' for a body with a free joint, got 'base'"}},
       {"negative mass", [&](RobotSpec& s) { arm(s).mass = -1; }, {"test.json: $.bodies[1].mass: expected a number >= 0, got -1"}},
       {"zero mass moving", [&](RobotSpec& s) { arm(s).mass = 0; arm(s).inertia = {}; },
-       {"test.json: $.bodies[1].mass: expected a number > 0 for a moving body (with its merged fixed children), got 0"}},
+       {"test.json: $.bodies[1].mass: expected a number > 0 for a moving body (with its merged fixed children), or 0 "
+        "with zero inertia when a body below it has mass, got 0"}},
       {"massless fixed with inertia", [&](RobotSpec& s) { arm(s).joint.type = JointType::Fixed; arm(s).mass = 0; },
        {"$.bodies[1].inertia: expected zeros for a body of mass 0, got [0.01, 0.02, 0.025, 0, 0, 0]"}},
       {"not positive definite", [&](RobotSpec& s) { arm(s).inertia = {0.01, 0.02, 0.025, 0.05, 0, 0}; },
@@ -507,6 +509,23 @@ std::vector<BadCase> bad_cases() {
 }
 
 TEST(ModelCompile, ValidSpecCompiles) { EXPECT_NO_THROW(compile(base_spec())); }
+
+// A massless moving body is accepted when a body below it has mass (MuJoCo's rule), and the
+// chain's mass matrix is then positive definite.
+TEST(ModelCompile, MasslessMovingBodyWithMassBelowIsAccepted) {
+  RobotSpec spec = base_spec();
+  BodySpec slider = body("slider", "world", JointType::Prismatic, 0);
+  slider.joint.axis = {1, 0, 0};
+  spec.bodies.insert(spec.bodies.begin(), slider);
+  spec.bodies[1].parent = "slider";
+  spec.bodies[1].joint.type = JointType::Revolute;
+  const Model m = compile(spec);
+  ASSERT_EQ(m.body_mass[0], 0.0);
+  std::vector<double> H(m.nv * m.nv), q(m.qpos0);
+  mass_matrix(m, q.data(), H.data());
+  Eigen::Map<Eigen::MatrixXd> Hm(H.data(), m.nv, m.nv);
+  EXPECT_GT(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(Hm).eigenvalues().minCoeff(), 0.0);
+}
 
 TEST(ModelCompile, EveryValidationErrorNamesSourcePlaceExpectedAndGot) {
   for (const BadCase& c : bad_cases()) {
