@@ -17,6 +17,20 @@ __global__ void control_step_fwd_kernel(kern::ModelView<S> m, kern::ContactSetti
 }
 
 template <class S>
+__global__ void pure_step_fwd_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+                                     kern::PureStep<S> io) {
+  const int env = blockIdx.x * blockDim.x + threadIdx.x;
+  if (env < io.n_env) kern::pure_step(m, cfg, p, io, env);
+}
+
+template <class S>
+__global__ void pure_step_adj_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+                                     kern::PureStep<S> io) {
+  const int env = blockIdx.x * blockDim.x + threadIdx.x;
+  if (env < io.n_env) kern::adj_pure_step(m, cfg, p, io, env);
+}
+
+template <class S>
 __global__ void reset_kernel(kern::ModelView<S> m, kern::Batch<S> b, const int32_t* env_ids, int count) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) kern::reset_env(m, b, env_ids[i]);
@@ -55,6 +69,9 @@ class CudaMemory : public Memory {
     MOREAU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
     MOREAU_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    MOREAU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
   void synchronize() override { MOREAU_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   cudaStream_t stream() const { return stream_; }
 
@@ -75,6 +92,16 @@ class CudaBackend : public TypedBackend<float> {
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
     control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, cfg, p, b, k);
+    MOREAU_CUDA_CHECK(cudaGetLastError());
+  }
+  void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
+                   const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
+    const int blocks = (io.n_env + kBlock - 1) / kBlock;
+    if (adjoint) {
+      pure_step_adj_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
+    } else {
+      pure_step_fwd_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
+    }
     MOREAU_CUDA_CHECK(cudaGetLastError());
   }
   void launch_reset(const kern::ModelView<float>& m, const kern::Batch<float>& b, const int32_t* env_ids,

@@ -120,6 +120,14 @@ class Backend {
   virtual void set_action(const double* action) = 0;
   virtual void get_status(int32_t* status) = 0;
   virtual void step(int k) = 0;
+  virtual void step_pure(const void* q_in, const void* v_in, const void* action, void* q_out, void* v_out,
+                         int32_t* status) = 0;
+  virtual void step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
+                            const void* adj_v_out, const Simulator::Gradients& grads, int32_t* status,
+                            bool accumulate) = 0;
+  virtual void rollout(int horizon, const void* actions) = 0;
+  virtual void rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Simulator::Gradients& params) = 0;
+  virtual int rollout_horizon() const = 0;
   virtual void reset(const int32_t* env_ids, int count) = 0;
   virtual void synchronize() = 0;
 };

@@ -32,6 +32,9 @@ class HostMemory : public Memory {
   void download(void* dst, const void* src, size_t bytes) override {
     if (bytes > 0) std::memcpy(dst, src, bytes);
   }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
 };
 
 template <class S>
@@ -46,6 +49,18 @@ class CpuBackend : public TypedBackend<S> {
     pool_.parallel_for(b.n_env, [&](int begin, int end) {
       for (int env = begin; env < end; ++env)
         for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
+    });
+  }
+  void launch_pure(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
+                   const kern::PureStep<S>& io, bool adjoint) override {
+    pool_.parallel_for(io.n_env, [&](int begin, int end) {
+      for (int env = begin; env < end; ++env) {
+        if (adjoint) {
+          kern::adj_pure_step(m, cfg, p, io, env);
+        } else {
+          kern::pure_step(m, cfg, p, io, env);
+        }
+      }
     });
   }
   void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,

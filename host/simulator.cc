@@ -112,6 +112,19 @@ void Simulator::get_status(int32_t* status, int n_env) const {
 }
 
 void Simulator::step(int k) { backend_->step(k); }
+void Simulator::step_pure(const void* q_in, const void* v_in, const void* action, void* q_out, void* v_out,
+                          int32_t* status) {
+  backend_->step_pure(q_in, v_in, action, q_out, v_out, status);
+}
+void Simulator::step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
+                             const void* adj_v_out, const Gradients& grads, int32_t* status, bool accumulate) {
+  backend_->step_adjoint(q_in, v_in, action, adj_q_out, adj_v_out, grads, status, accumulate);
+}
+void Simulator::rollout(int horizon, const void* actions) { backend_->rollout(horizon, actions); }
+void Simulator::rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Gradients& params) {
+  backend_->rollout_backward(adj_q, adj_v, adj_actions, params);
+}
+int Simulator::rollout_horizon() const { return backend_->rollout_horizon(); }
 void Simulator::reset(const int32_t* env_ids, int count) { backend_->reset(env_ids, count); }
 void Simulator::reset_all() {
   std::vector<int32_t> ids(n_env());

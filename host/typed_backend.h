@@ -25,6 +25,7 @@ class Memory {
   virtual void upload(void* dst, const void* src, size_t bytes) = 0;
   virtual void download(void* dst, const void* src, size_t bytes) = 0;
   virtual void synchronize() {}
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
   // Throws Error if `bytes` for `n_env` environments cannot fit (default: allocation decides).
   virtual void check_capacity(size_t /*bytes*/, int /*n_env*/) {}
 };
@@ -152,6 +153,86 @@ class TypedBackend : public Backend {
     if (k > 0) launch_step(view_, settings(), params(), batch(), k);
   }
 
+  void step_pure(const void* q_in, const void* v_in, const void* action, void* q_out, void* v_out,
+                 int32_t* status) override {
+    kern::PureStep<S> io{};
+    set_inputs(io, q_in, v_in, action, status);
+    io.q_out = static_cast<S*>(q_out);
+    io.v_out = static_cast<S*>(v_out);
+    launch_pure(view_, settings(), params(), io, false);
+  }
+
+  void step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
+                    const void* adj_v_out, const Simulator::Gradients& grads, int32_t* status,
+                    bool accumulate) override {
+    if (!grads.q || !grads.v || (!grads.action && model_.nu > 0))
+      throw Error("step_adjoint: gradients q, v and action: expected buffers, got null");
+    kern::PureStep<S> io{};
+    set_inputs(io, q_in, v_in, action, status);
+    io.adj_q_out = static_cast<const S*>(adj_q_out);
+    io.adj_v_out = static_cast<const S*>(adj_v_out);
+    io.adj_q_in = static_cast<S*>(grads.q);
+    io.adj_v_in = static_cast<S*>(grads.v);
+    io.adj_action = static_cast<S*>(grads.action);
+    set_param_grads(io, grads);
+    io.accumulate = accumulate;
+    launch_pure(view_, settings(), params(), io, true);
+  }
+
+  void rollout(int horizon, const void* actions) override {
+    if (horizon < 1) throw Error("rollout: horizon: expected >= 1, got " + std::to_string(horizon));
+    const size_t n = options_.n_env, sq = n * model_.nq, sv = n * model_.nv, su = n * model_.nu;
+    for (void* p : {static_cast<void*>(r_q_), static_cast<void*>(r_v_), static_cast<void*>(r_u_),
+                    static_cast<void*>(r_status_)})
+      if (p) release(p);
+    r_q_ = alloc<S>((horizon + 1) * sq);
+    r_v_ = alloc<S>((horizon + 1) * sv);
+    r_u_ = alloc<S>(horizon * su);
+    r_status_ = alloc<int32_t>(n);
+    horizon_ = horizon;
+    mem_->copy(r_q_, d_q_, sizeof(S) * sq);
+    mem_->copy(r_v_, d_v_, sizeof(S) * sv);
+    mem_->copy(r_u_, actions, sizeof(S) * horizon * su);
+    mem_->copy(r_status_, d_status_, sizeof(int32_t) * n);
+    for (int t = 0; t < horizon; ++t) {
+      kern::PureStep<S> io{};
+      set_inputs(io, r_q_ + t * sq, r_v_ + t * sv, r_u_ + t * su, r_status_);
+      io.q_out = r_q_ + (t + 1) * sq;
+      io.v_out = r_v_ + (t + 1) * sv;
+      io.accumulate = 1;
+      launch_pure(view_, settings(), params(), io, false);
+    }
+    mem_->copy(d_q_, r_q_ + horizon * sq, sizeof(S) * sq);
+    mem_->copy(d_v_, r_v_ + horizon * sv, sizeof(S) * sv);
+    mem_->copy(d_status_, r_status_, sizeof(int32_t) * n);
+  }
+
+  void rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Simulator::Gradients& params_out) override {
+    if (horizon_ == 0) throw Error("rollout_backward: no recorded rollout: call rollout(horizon, actions) first");
+    const size_t n = options_.n_env, sq = n * model_.nq, sv = n * model_.nv, su = n * model_.nu;
+    fill_zero(adj_actions, sizeof(S) * horizon_ * su);
+    fill_zero(params_out.kp, sizeof(S) * n * model_.nu);
+    fill_zero(params_out.kd, sizeof(S) * n * model_.nu);
+    fill_zero(params_out.added_base_mass, sizeof(S) * n);
+    S* aq = static_cast<S*>(adj_q);
+    S* av = static_cast<S*>(adj_v);
+    S* au = static_cast<S*>(adj_actions);
+    for (int t = horizon_ - 1; t >= 0; --t) {
+      kern::PureStep<S> io{};
+      set_inputs(io, r_q_ + t * sq, r_v_ + t * sv, r_u_ + t * su, r_status_);
+      io.adj_q_out = aq + (t + 1) * sq;
+      io.adj_v_out = av + (t + 1) * sv;
+      io.adj_q_in = aq + t * sq;
+      io.adj_v_in = av + t * sv;
+      io.adj_action = au + t * su;
+      set_param_grads(io, params_out);
+      io.accumulate = 1;
+      launch_pure(view_, settings(), params(), io, true);
+    }
+  }
+
+  int rollout_horizon() const override { return horizon_; }
+
   void reset(const int32_t* env_ids, int count) override {
     for (int i = 0; i < count; ++i)
       if (env_ids[i] < 0 || env_ids[i] >= options_.n_env)
@@ -166,6 +247,9 @@ class TypedBackend : public Backend {
   // Runs kern::control_step k times on every environment.
   virtual void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg,
                            const kern::Params<S>& p, const kern::Batch<S>& b, int k) = 0;
+  // Runs kern::pure_step (adjoint false) or kern::adj_pure_step (true) on every environment.
+  virtual void launch_pure(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
+                           const kern::PureStep<S>& io, bool adjoint) = 0;
   // Runs kern::reset_env on the listed environments (host array of valid ids).
   virtual void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,
                             int count) = 0;
@@ -250,6 +334,24 @@ class TypedBackend : public Backend {
     return view;
   }
 
+  void set_inputs(kern::PureStep<S>& io, const void* q, const void* v, const void* action, int32_t* status) const {
+    io.n_env = options_.n_env;
+    io.q_in = static_cast<const S*>(q);
+    io.v_in = static_cast<const S*>(v);
+    io.action = static_cast<const S*>(action);
+    io.status = status;
+  }
+  static void set_param_grads(kern::PureStep<S>& io, const Simulator::Gradients& g) {
+    io.adj_kp = static_cast<S*>(g.kp);
+    io.adj_kd = static_cast<S*>(g.kd);
+    io.adj_added_base_mass = static_cast<S*>(g.added_base_mass);
+  }
+  void fill_zero(void* dst, size_t bytes) {
+    if (!dst) return;
+    const std::vector<char> zeros(bytes, 0);
+    mem_->upload(dst, zeros.data(), bytes);
+  }
+
   // Host row-major (rows x width) doubles -> device field-major S.
   void upload_field_major(S* dst, const double* src, int rows, int width) {
     std::vector<S> staging(static_cast<size_t>(rows) * width);
@@ -283,6 +385,12 @@ class TypedBackend : public Backend {
   int32_t* d_solver_iterations_ = nullptr;
   S* d_solver_residual_ = nullptr;
   int substeps_ = 1;
+  // recorded rollout: (horizon + 1) states, horizon actions, statuses
+  int horizon_ = 0;
+  S* r_q_ = nullptr;
+  S* r_v_ = nullptr;
+  S* r_u_ = nullptr;
+  int32_t* r_status_ = nullptr;
   std::map<std::string, ParamBuffer> params_;
 };
 

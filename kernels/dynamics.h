@@ -21,6 +21,36 @@ struct Workspace {
   S H[kMaxNv * kMaxNv];          // mass matrix, row stride nv; after factorisation L (lower)
 };
 
+// Adjoints of the Workspace quantities (the backward pass's scratch), zeroed by adj_clear.
+template <class S>
+struct AdjWorkspace {
+  Transform<S> Xup[kMaxBodies];
+  Inertia<S> I[kMaxBodies];
+  Motion<S> Sdof[kMaxNv];
+  Motion<S> vel[kMaxBodies];
+  Motion<S> acc[kMaxBodies];
+  Force<S> f[kMaxBodies];
+};
+
+template <class S>
+MOREAU_HD void adj_clear(const ModelView<S>& m, AdjWorkspace<S>& adj) {
+  const Vec3<S> z{0, 0, 0};
+  const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  for (int i = 0; i < m.nbody; ++i) {
+    adj.Xup[i] = {Z, z};
+    adj.I[i] = {S(0), z, {0, 0, 0, 0, 0, 0}};
+    adj.vel[i] = adj.acc[i] = {z, z};
+    adj.f[i] = {z, z};
+  }
+  for (int k = 0; k < m.nv; ++k) adj.Sdof[k] = {z, z};
+}
+
+// Euclidean inner product of two 6-vectors stored as motions (a motion and its adjoint).
+template <class S>
+MOREAU_HD S inner(const Motion<S>& a, const Motion<S>& b) {
+  return dot(a.w, b.w) + dot(a.v, b.v);
+}
+
 // Body inertias; `added_base_mass` goes to body 0 at its centre of mass.
 template <class S>
 MOREAU_HD void body_inertias(const ModelView<S>& m, S added_base_mass, Workspace<S>& ws) {
@@ -31,6 +61,19 @@ MOREAU_HD void body_inertias(const ModelView<S>& m, S added_base_mass, Workspace
   }
 }
 
+// Only the added base mass is differentiable (the model's inertias are constants).
+template <class S>
+MOREAU_HD void adj_body_inertias(const ModelView<S>& m, S added_base_mass, S& adj_added_base_mass,
+                                 const AdjWorkspace<S>& adj) {
+  if (m.nbody == 0) return;
+  const S* I6 = m.body_inertia;
+  Vec3<S> adj_c{0, 0, 0};
+  Sym3<S> adj_Ic{0, 0, 0, 0, 0, 0};
+  adj_inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
+                       Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]}, adj_added_base_mass, adj_c, adj_Ic,
+                       adj.I[0]);
+}
+
 // Xup and motion subspaces at configuration q.
 template <class S>
 MOREAU_HD void forward_kinematics(const ModelView<S>& m, const S* q, Workspace<S>& ws) {
@@ -38,6 +81,17 @@ MOREAU_HD void forward_kinematics(const ModelView<S>& m, const S* q, Workspace<S
     ws.Xup[i] = joint_transform(m, i, q);
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) ws.Sdof[d + k] = joint_motion(m, i, k, ws.Xup[i]);
+  }
+}
+
+// Recomputes Xup from q; adj.Xup and adj.Sdof are the incoming adjoints.
+template <class S>
+MOREAU_HD void adj_forward_kinematics(const ModelView<S>& m, const S* q, S* adj_q, AdjWorkspace<S>& adj) {
+  for (int i = 0; i < m.nbody; ++i) {
+    const Transform<S> X = joint_transform(m, i, q);
+    const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
+    for (int k = 0; k < n; ++k) adj_joint_motion(m, i, k, X, adj.Xup[i], adj.Sdof[d + k]);
+    adj_joint_transform(m, i, q, adj_q, adj.Xup[i]);
   }
 }
 
@@ -65,6 +119,66 @@ MOREAU_HD void rnea(const ModelView<S>& m, const S* v, const S* vdot, Workspace<
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) tau_out[d + k] = dot(ws.f[i], ws.Sdof[d + k]);
     if (par >= 0) ws.f[par] += apply_t(ws.Xup[i], ws.f[i]);
+  }
+}
+
+// Reverse of rnea (its passes mirrored: adjoint of the backward pass, then of the forward
+// pass). Needs ws.vel/acc/f as rnea left them (call rnea first with the same inputs);
+// tau_adj is the adjoint of τ. Accumulates into adj_v, adj_vdot (may be null),
+// adj.Xup, adj.Sdof and adj.I.
+template <class S>
+MOREAU_HD void adj_rnea(const ModelView<S>& m, const S* v, const S* vdot, const Workspace<S>& ws, S* adj_v,
+                        S* adj_vdot, const S* tau_adj, AdjWorkspace<S>& adj) {
+  const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
+  const Motion<S> zero{{0, 0, 0}, {0, 0, 0}};
+  // adjoint of the backward pass, parents first: f_i (total) feeds τ_i and f_λ
+  for (int i = 0; i < m.nbody; ++i) {
+    const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
+    if (par >= 0) adj_apply_t(ws.Xup[i], ws.f[i], adj.Xup[i], adj.f[i], adj.f[par]);
+    for (int k = 0; k < n; ++k) {  // τ_k = f · S_k
+      const S t = tau_adj[d + k];
+      const Motion<S>& Sk = ws.Sdof[d + k];
+      adj.f[i].n += t * Sk.w;
+      adj.f[i].f += t * Sk.v;
+      adj.Sdof[d + k].w += t * ws.f[i].n;
+      adj.Sdof[d + k].v += t * ws.f[i].f;
+    }
+  }
+  // adjoint of the forward pass, children first (adj.f now holds the adjoint of each body's
+  // own f_i = I a_i + v_i ×* I v_i)
+  for (int i = m.nbody - 1; i >= 0; --i) {
+    const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
+    const Transform<S>& X = ws.Xup[i];
+    const Inertia<S>& I = ws.I[i];
+    const Motion<S>& vel = ws.vel[i];
+    Motion<S> vJ = zero;
+    for (int k = 0; k < n; ++k) vJ += v[d + k] * ws.Sdof[d + k];
+    // f_i = I a_i + v_i ×* (I v_i)
+    adj_mul_inertia(I, ws.acc[i], adj.I[i], adj.acc[i], adj.f[i]);
+    Force<S> adj_Iv{{0, 0, 0}, {0, 0, 0}};
+    adj_cross_f(vel, I * vel, adj.vel[i], adj_Iv, adj.f[i]);
+    adj_mul_inertia(I, vel, adj.I[i], adj.vel[i], adj_Iv);
+    // a_i = X a_λ + a_J + v_i × v_J
+    Motion<S> adj_vJ = zero;
+    adj_cross_m(vel, vJ, adj.vel[i], adj_vJ, adj.acc[i]);
+    Motion<S> adj_parent_acc = zero;
+    adj_apply(X, par < 0 ? a_world : ws.acc[par], adj.Xup[i], adj_parent_acc, adj.acc[i]);
+    if (par >= 0) adj.acc[par] += adj_parent_acc;
+    // a_J = c_J(v, X) + Σ S_k v̇_k
+    adj_joint_bias(m, i, v, X, adj_v, adj.Xup[i], adj.acc[i]);
+    // v_i = X v_λ + v_J
+    adj_vJ += adj.vel[i];
+    if (par >= 0) {
+      Motion<S> adj_parent_vel = zero;
+      adj_apply(X, ws.vel[par], adj.Xup[i], adj_parent_vel, adj.vel[i]);
+      adj.vel[par] += adj_parent_vel;
+    }
+    for (int k = 0; k < n; ++k) {  // v_J = Σ S_k v_k, a_J ∋ Σ S_k v̇_k
+      adj_v[d + k] += inner(adj_vJ, ws.Sdof[d + k]);
+      adj.Sdof[d + k] += v[d + k] * adj_vJ;
+      if (adj_vdot) adj_vdot[d + k] += inner(adj.acc[i], ws.Sdof[d + k]);
+      if (vdot) adj.Sdof[d + k] += vdot[d + k] * adj.acc[i];
+    }
   }
 }
 

@@ -29,6 +29,14 @@ MOREAU_HD Mat3<S> axis_angle(const Vec3<S>& a, S theta) {
            t * a.x * a.y + s * a.z, c + t * a.y * a.y, t * a.y * a.z - s * a.x,
            t * a.x * a.z - s * a.y, t * a.y * a.z + s * a.x, c + t * a.z * a.z}};
 }
+// dRot/dθ = −sin θ 1 + cos θ [a]× + sin θ a aᵀ;  θ̄ += ⟨W, dRot/dθ⟩
+template <class S>
+MOREAU_HD void adj_axis_angle(const Vec3<S>& a, S theta, S& adj_theta, const Mat3<S>& adj_ret) {
+  const Mat3<S>& W = adj_ret;
+  S c = mcos(theta), s = msin(theta);
+  S skew = a.x * (W(2, 1) - W(1, 2)) + a.y * (W(0, 2) - W(2, 0)) + a.z * (W(1, 0) - W(0, 1));
+  adj_theta += -s * (W(0, 0) + W(1, 1) + W(2, 2)) + c * skew + s * dot(a, W * a);
+}
 
 // Parent → body transform of body i at configuration q.
 template <class S>
@@ -48,6 +56,46 @@ MOREAU_HD Transform<S> joint_transform(const ModelView<S>& m, int i, const S* q)
     rJ = p - RJ * p;
   }
   return compose(Transform<S>{transpose(RJ), rJ}, tree);
+}
+// Accumulates into adj_q at the joint's coordinates; recomputes R_J, r_J and the tree placement.
+template <class S>
+MOREAU_HD void adj_joint_transform(const ModelView<S>& m, int i, const S* q, S* adj_q, const Transform<S>& adj_ret) {
+  const int type = m.jnt_type[i];
+  const S* qi = q + m.jnt_qposadr[i];
+  S* adj_qi = adj_q + m.jnt_qposadr[i];
+  Quat<S> adj_quat{0, 0, 0, 0};
+  if (type == kJointFree) {
+    for (int k = 0; k < 3; ++k) adj_qi[k] += adj_ret.r[k];
+    adj_quat_to_mat(quat(qi + 3), adj_quat, transpose(adj_ret.E));
+    add_quat(adj_qi + 3, adj_quat);
+    return;
+  }
+  const Transform<S> tree{transpose(quat_to_mat(quat(m.body_quat + 4 * i))), vec3(m.body_pos + 3 * i)};
+  const Vec3<S> a = vec3(m.jnt_axis + 3 * i), p = vec3(m.jnt_pos + 3 * i);
+  Mat3<S> RJ;
+  Vec3<S> rJ;
+  if (type == kJointPrismatic) {
+    RJ = identity3<S>();
+    rJ = qi[0] * a;
+  } else {
+    RJ = type == kJointBall ? quat_to_mat(quat(qi)) : axis_angle(a, qi[0]);
+    rJ = p - RJ * p;
+  }
+  Transform<S> adj_XJ{{{0, 0, 0, 0, 0, 0, 0, 0, 0}}, {0, 0, 0}}, adj_tree = adj_XJ;
+  adj_compose(Transform<S>{transpose(RJ), rJ}, tree, adj_XJ, adj_tree, adj_ret);
+  if (type == kJointPrismatic) {
+    adj_qi[0] += dot(a, adj_XJ.r);
+    return;
+  }
+  // E_J = R_Jᵀ, r_J = p − R_J p:  R̄_J = Ē_Jᵀ − r̄_J pᵀ
+  Mat3<S> adj_RJ = transpose(adj_XJ.E);
+  add_outer(adj_RJ, -adj_XJ.r, p);
+  if (type == kJointBall) {
+    adj_quat_to_mat(quat(qi), adj_quat, adj_RJ);
+    add_quat(adj_qi, adj_quat);
+  } else {
+    adj_axis_angle(a, qi[0], adj_qi[0], adj_RJ);
+  }
 }
 
 // Motion subspace column k (0 ≤ k < joint nv) of body i, given its parent → body transform X.
@@ -69,6 +117,13 @@ MOREAU_HD Motion<S> joint_motion(const ModelView<S>& m, int i, int k, const Tran
   }
   return {a, cross(vec3(m.jnt_pos + 3 * i), a)};
 }
+// Only the free joint's linear columns (column k of E) depend on X.
+template <class S>
+MOREAU_HD void adj_joint_motion(const ModelView<S>& m, int i, int k, const Transform<S>& /*X*/, Transform<S>& adj_X,
+                                const Motion<S>& adj_ret) {
+  if (m.jnt_type[i] != kJointFree || k >= 3) return;
+  for (int j = 0; j < 3; ++j) adj_X.E(j, k) += adj_ret.v[j];
+}
 
 // Velocity-product term c_J = (dS/dt) q̇ in body coordinates. Only the free joint's S
 // depends on q: d(Rᵀ)/dt = −[ω]× Rᵀ, so c_J = (0, −ω × Rᵀ v_world).
@@ -78,6 +133,21 @@ MOREAU_HD Motion<S> joint_bias(const ModelView<S>& m, int i, const S* v, const T
   if (m.jnt_type[i] != kJointFree) return {zero, zero};
   const S* vi = v + m.jnt_dofadr[i];
   return {zero, -cross(vec3(vi + 3), X.E * vec3(vi))};
+}
+// recomputes u = E v_world
+template <class S>
+MOREAU_HD void adj_joint_bias(const ModelView<S>& m, int i, const S* v, const Transform<S>& X, S* adj_v,
+                              Transform<S>& adj_X, const Motion<S>& adj_ret) {
+  if (m.jnt_type[i] != kJointFree) return;
+  const S* vi = v + m.jnt_dofadr[i];
+  S* adj_vi = adj_v + m.jnt_dofadr[i];
+  Vec3<S> adj_w{0, 0, 0}, adj_u{0, 0, 0}, adj_lin{0, 0, 0};
+  adj_cross(vec3(vi + 3), X.E * vec3(vi), adj_w, adj_u, -adj_ret.v);
+  adj_mul(X.E, vec3(vi), adj_X.E, adj_lin, adj_u);
+  for (int k = 0; k < 3; ++k) {
+    adj_vi[k] += adj_lin[k];
+    adj_vi[3 + k] += adj_w[k];
+  }
 }
 
 // q_out = q ⊕ dt v: positions add; quaternions are multiplied by exp(dt ω) on the right
@@ -103,6 +173,44 @@ MOREAU_HD void integrate(const ModelView<S>& m, const S* q, const S* v, S dt, S*
       qo[3] = r.z;
     } else {
       qo[0] = qi[0] + dt * vi[0];
+    }
+  }
+}
+// q_out = q ⊕ dt v with q the input (not the possibly aliased output); adj_q_out must not
+// alias adj_q. Recomputes p = q exp(dt ω) for the renormalisation; dt is a constant.
+template <class S>
+MOREAU_HD void adj_integrate(const ModelView<S>& m, const S* q, const S* v, S dt, S* adj_q, S* adj_v,
+                             const S* adj_q_out) {
+  for (int i = 0; i < m.nbody; ++i) {
+    const int type = m.jnt_type[i];
+    const S* qi = q + m.jnt_qposadr[i];
+    const S* vi = v + m.jnt_dofadr[i];
+    S* adj_qi = adj_q + m.jnt_qposadr[i];
+    S* adj_vi = adj_v + m.jnt_dofadr[i];
+    const S* adj_qo = adj_q_out + m.jnt_qposadr[i];
+    if (type == kJointFree || type == kJointBall) {
+      if (type == kJointFree) {
+        for (int k = 0; k < 3; ++k) {
+          adj_qi[k] += adj_qo[k];
+          adj_vi[k] += dt * adj_qo[k];
+        }
+        qi += 3;
+        vi += 3;
+        adj_qi += 3;
+        adj_vi += 3;
+        adj_qo += 3;
+      }
+      const Quat<S> q0 = quat(qi), e = quat_exp(dt * vec3(vi));
+      Quat<S> adj_p{0, 0, 0, 0}, adj_q0{0, 0, 0, 0}, adj_e{0, 0, 0, 0};
+      adj_normalized(q0 * e, adj_p, quat(adj_qo));
+      adj_quat_mul(q0, e, adj_q0, adj_e, adj_p);
+      Vec3<S> adj_dtw{0, 0, 0};
+      adj_quat_exp(dt * vec3(vi), adj_dtw, adj_e);
+      add_quat(adj_qi, adj_q0);
+      for (int k = 0; k < 3; ++k) adj_vi[k] += dt * adj_dtw[k];
+    } else {
+      adj_qi[0] += adj_qo[0];
+      adj_vi[0] += dt * adj_qo[0];
     }
   }
 }

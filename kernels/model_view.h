@@ -14,7 +14,14 @@ enum : int { kActPosition = 0, kActMotor = 1 };
 // Contact modes, as moreau::ContactMode.
 enum : int { kContactNone = 0, kContactHard = 1, kContactSoft = 2, kContactSmooth = 3, kContactHardSmoothGrad = 4 };
 // Status bits, as moreau::Status.
-enum : int { kStatusNanState = 1, kStatusNanAction = 2, kStatusSingularMass = 4, kStatusSolverNotConverged = 8 };
+enum : int {
+  kStatusNanState = 1,
+  kStatusNanAction = 2,
+  kStatusSingularMass = 4,
+  kStatusSolverNotConverged = 8,
+  kStatusNanGradient = 16,
+  kStatusNoGradient = 32
+};
 
 // The compiled model in scalar S (field meanings: include/moreau/model.h).
 template <class S>

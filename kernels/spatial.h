@@ -6,6 +6,11 @@
 //   X m = (E ω, E (v − r × ω)),     Xᵀ f = (Eᵀ n + r × Eᵀ f, Eᵀ f)   (B-force → A-force).
 // A spatial inertia about the frame origin is (m, h = m c, I_O) with I_O the rotational
 // inertia about the origin:  I m = (I_O ω + h × v, m v − h × ω).
+//
+// Adjoints (ARCHITECTURE.md §4): adj_f(primal inputs, adj_ of each input, const adj_ret)
+// accumulates with += and recomputes what it needs from the primal inputs. The adjoint of
+// a struct is the same struct (a Transform's holds Ē and r̄); a Sym3's is with respect to
+// its 6 stored numbers; a Quat's is with respect to its 4 raw coordinates.
 #pragma once
 
 #include "kernels/config.h"
@@ -35,8 +40,20 @@ MOREAU_HD Vec3<S>& operator+=(Vec3<S>& a, const Vec3<S>& b) { a.x += b.x; a.y +=
 template <class S>
 MOREAU_HD S dot(const Vec3<S>& a, const Vec3<S>& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 template <class S>
+MOREAU_HD void adj_dot(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec3<S>& adj_b, S adj_ret) {
+  adj_a += adj_ret * b;
+  adj_b += adj_ret * a;
+}
+template <class S>
 MOREAU_HD Vec3<S> cross(const Vec3<S>& a, const Vec3<S>& b) {
   return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+}
+// ⟨w, a × b⟩ = ⟨a, b × w⟩ = ⟨b, w × a⟩
+template <class S>
+MOREAU_HD void adj_cross(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec3<S>& adj_b,
+                         const Vec3<S>& adj_ret) {
+  adj_a += cross(b, adj_ret);
+  adj_b += cross(adj_ret, a);
 }
 
 // Row-major 3x3 matrix.
@@ -46,6 +63,17 @@ struct Mat3 {
   MOREAU_HD S operator()(int i, int j) const { return m[3 * i + j]; }
   MOREAU_HD S& operator()(int i, int j) { return m[3 * i + j]; }
 };
+template <class S>
+MOREAU_HD Mat3<S>& operator+=(Mat3<S>& A, const Mat3<S>& B) {
+  for (int k = 0; k < 9; ++k) A.m[k] += B.m[k];
+  return A;
+}
+// A += u vᵀ
+template <class S>
+MOREAU_HD void add_outer(Mat3<S>& A, const Vec3<S>& u, const Vec3<S>& v) {
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) A(i, j) += u[i] * v[j];
+}
 
 template <class S>
 MOREAU_HD Mat3<S> identity3() { return {{1, 0, 0, 0, 1, 0, 0, 0, 1}}; }
@@ -54,11 +82,24 @@ MOREAU_HD Vec3<S> operator*(const Mat3<S>& A, const Vec3<S>& a) {
   return {A.m[0] * a.x + A.m[1] * a.y + A.m[2] * a.z, A.m[3] * a.x + A.m[4] * a.y + A.m[5] * a.z,
           A.m[6] * a.x + A.m[7] * a.y + A.m[8] * a.z};
 }
+// Ā += w aᵀ,  ā += Aᵀ w
+template <class S>
+MOREAU_HD void adj_mul(const Mat3<S>& A, const Vec3<S>& a, Mat3<S>& adj_A, Vec3<S>& adj_a, const Vec3<S>& adj_ret) {
+  add_outer(adj_A, adj_ret, a);
+  for (int j = 0; j < 3; ++j) adj_a[j] += A(0, j) * adj_ret.x + A(1, j) * adj_ret.y + A(2, j) * adj_ret.z;
+}
 // Aᵀ a
 template <class S>
 MOREAU_HD Vec3<S> mul_t(const Mat3<S>& A, const Vec3<S>& a) {
   return {A.m[0] * a.x + A.m[3] * a.y + A.m[6] * a.z, A.m[1] * a.x + A.m[4] * a.y + A.m[7] * a.z,
           A.m[2] * a.x + A.m[5] * a.y + A.m[8] * a.z};
+}
+// Ā += a wᵀ,  ā += A w
+template <class S>
+MOREAU_HD void adj_mul_t(const Mat3<S>& A, const Vec3<S>& a, Mat3<S>& adj_A, Vec3<S>& adj_a,
+                         const Vec3<S>& adj_ret) {
+  add_outer(adj_A, a, adj_ret);
+  adj_a += A * adj_ret;
 }
 template <class S>
 MOREAU_HD Mat3<S> operator*(const Mat3<S>& A, const Mat3<S>& B) {
@@ -71,6 +112,17 @@ template <class S>
 MOREAU_HD Mat3<S> transpose(const Mat3<S>& A) {
   return {{A.m[0], A.m[3], A.m[6], A.m[1], A.m[4], A.m[7], A.m[2], A.m[5], A.m[8]}};
 }
+template <class S>
+MOREAU_HD void adj_transpose(const Mat3<S>& /*A*/, Mat3<S>& adj_A, const Mat3<S>& adj_ret) {
+  adj_A += transpose(adj_ret);
+}
+// C = A B:  Ā += W Bᵀ,  B̄ += Aᵀ W
+template <class S>
+MOREAU_HD void adj_matmul(const Mat3<S>& A, const Mat3<S>& B, Mat3<S>& adj_A, Mat3<S>& adj_B,
+                          const Mat3<S>& adj_ret) {
+  adj_A += adj_ret * transpose(B);
+  adj_B += transpose(A) * adj_ret;
+}
 
 // Symmetric 3x3 stored as (xx, yy, zz, xy, xz, yz).
 template <class S>
@@ -78,9 +130,23 @@ struct Sym3 {
   S xx, yy, zz, xy, xz, yz;
 };
 template <class S>
+MOREAU_HD Sym3<S>& operator+=(Sym3<S>& a, const Sym3<S>& b) {
+  a.xx += b.xx; a.yy += b.yy; a.zz += b.zz;
+  a.xy += b.xy; a.xz += b.xz; a.yz += b.yz;
+  return a;
+}
+template <class S>
 MOREAU_HD Vec3<S> operator*(const Sym3<S>& I, const Vec3<S>& a) {
   return {I.xx * a.x + I.xy * a.y + I.xz * a.z, I.xy * a.x + I.yy * a.y + I.yz * a.z,
           I.xz * a.x + I.yz * a.y + I.zz * a.z};
+}
+// Ī = sym part of w aᵀ on the stored numbers (an off-diagonal collects both its uses), ā += I w
+template <class S>
+MOREAU_HD void adj_mul(const Sym3<S>& I, const Vec3<S>& a, Sym3<S>& adj_I, Vec3<S>& adj_a, const Vec3<S>& adj_ret) {
+  const Vec3<S>& w = adj_ret;
+  adj_I += Sym3<S>{w.x * a.x, w.y * a.y, w.z * a.z, w.x * a.y + w.y * a.x, w.x * a.z + w.z * a.x,
+                   w.y * a.z + w.z * a.y};
+  adj_a += I * w;
 }
 // R I Rᵀ
 template <class S>
@@ -98,16 +164,45 @@ struct Quat {
   S w, x, y, z;
 };
 template <class S>
+MOREAU_HD Quat<S>& operator+=(Quat<S>& a, const Quat<S>& b) {
+  a.w += b.w; a.x += b.x; a.y += b.y; a.z += b.z;
+  return a;
+}
+template <class S>
 MOREAU_HD Quat<S> quat(const S* p) { return {p[0], p[1], p[2], p[3]}; }
+// p[0..3] += a (a quaternion's adjoint into a state array)
+template <class S>
+MOREAU_HD void add_quat(S* p, const Quat<S>& a) {
+  p[0] += a.w;
+  p[1] += a.x;
+  p[2] += a.y;
+  p[3] += a.z;
+}
 template <class S>
 MOREAU_HD Quat<S> operator*(const Quat<S>& a, const Quat<S>& b) {
   return {a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z, a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
           a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x, a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w};
 }
+// a b = L(a) b = R(b) a with L(a)ᵀ = L(a*), R(b)ᵀ = R(b*):  ā += w b*,  b̄ += a* w
+template <class S>
+MOREAU_HD void adj_quat_mul(const Quat<S>& a, const Quat<S>& b, Quat<S>& adj_a, Quat<S>& adj_b,
+                            const Quat<S>& adj_ret) {
+  adj_a += adj_ret * Quat<S>{b.w, -b.x, -b.y, -b.z};
+  adj_b += Quat<S>{a.w, -a.x, -a.y, -a.z} * adj_ret;
+}
 template <class S>
 MOREAU_HD Quat<S> normalized(const Quat<S>& q) {
   S s = S(1) / msqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
   return {q.w * s, q.x * s, q.y * s, q.z * s};
+}
+// n = q/|q|:  q̄ += (w − n (n·w)) / |q|
+template <class S>
+MOREAU_HD void adj_normalized(const Quat<S>& q, Quat<S>& adj_q, const Quat<S>& adj_ret) {
+  S s = S(1) / msqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
+  Quat<S> n{q.w * s, q.x * s, q.y * s, q.z * s};
+  const Quat<S>& w = adj_ret;
+  S nw = n.w * w.w + n.x * w.x + n.y * w.y + n.z * w.z;
+  adj_q += Quat<S>{s * (w.w - nw * n.w), s * (w.x - nw * n.x), s * (w.y - nw * n.y), s * (w.z - nw * n.z)};
 }
 template <class S>
 MOREAU_HD Mat3<S> quat_to_mat(const Quat<S>& q) {
@@ -117,6 +212,18 @@ MOREAU_HD Mat3<S> quat_to_mat(const Quat<S>& q) {
            2 * (xy + wz), ww - xx + yy - zz, 2 * (yz - wx),
            2 * (xz - wy), 2 * (yz + wx), ww - xx - yy + zz}};
 }
+// Σ W_ij ∂R_ij/∂q, from the quadratic entries of R(q) (q not assumed unit)
+template <class S>
+MOREAU_HD void adj_quat_to_mat(const Quat<S>& q, Quat<S>& adj_q, const Mat3<S>& adj_ret) {
+  const Mat3<S>& W = adj_ret;
+  S tr = W(0, 0) + W(1, 1) + W(2, 2);
+  S ax = W(2, 1) - W(1, 2), ay = W(0, 2) - W(2, 0), az = W(1, 0) - W(0, 1);  // skew part
+  S sxy = W(0, 1) + W(1, 0), sxz = W(0, 2) + W(2, 0), syz = W(1, 2) + W(2, 1);  // symmetric part
+  adj_q += Quat<S>{2 * (q.w * tr + q.x * ax + q.y * ay + q.z * az),
+                   2 * (q.x * (2 * W(0, 0) - tr) + q.y * sxy + q.z * sxz + q.w * ax),
+                   2 * (q.y * (2 * W(1, 1) - tr) + q.x * sxy + q.z * syz + q.w * ay),
+                   2 * (q.z * (2 * W(2, 2) - tr) + q.x * sxz + q.y * syz + q.w * az)};
+}
 // exp(θ/2 · u) for the rotation vector θ u = w: (cos(θ/2), sin(θ/2) u), safe at θ → 0.
 template <class S>
 MOREAU_HD Quat<S> quat_exp(const Vec3<S>& w) {
@@ -125,6 +232,25 @@ MOREAU_HD Quat<S> quat_exp(const Vec3<S>& w) {
   // sin(θ/2)/θ = 1/2 − θ²/48 + θ⁴/3840 near 0
   S k = t < S(1e-4) ? S(0.5) - t2 / S(48) : msin(S(0.5) * t) / t;
   return {mcos(S(0.5) * t), k * w.x, k * w.y, k * w.z};
+}
+// With k(θ) = sin(θ/2)/θ and g = k'(θ)/θ:  ∂cos(θ/2)/∂w = −(k/2) w,  ∂(k w)/∂w = k 1 + g w wᵀ,
+// g = (θ/2 cos(θ/2) − sin(θ/2))/θ³; on the forward's Taylor branch k = 1/2 − θ²/48, g = −1/24.
+// No division by θ on the branch, so θ = 0 is exact.
+template <class S>
+MOREAU_HD void adj_quat_exp(const Vec3<S>& w, Vec3<S>& adj_w, const Quat<S>& adj_ret) {
+  S t2 = dot(w, w);
+  S t = msqrt(t2);
+  S k, g;
+  if (t < S(1e-4)) {
+    k = S(0.5) - t2 / S(48);
+    g = S(-1) / S(24);
+  } else {
+    S s = msin(S(0.5) * t), c = mcos(S(0.5) * t);
+    k = s / t;
+    g = (S(0.5) * t * c - s) / (t2 * t);
+  }
+  Vec3<S> wv{adj_ret.x, adj_ret.y, adj_ret.z};
+  adj_w += (S(-0.5) * k * adj_ret.w + g * dot(w, wv)) * w + k * wv;
 }
 
 template <class S>
@@ -153,10 +279,24 @@ template <class S>
 MOREAU_HD Motion<S> cross_m(const Motion<S>& a, const Motion<S>& b) {
   return {cross(a.w, b.w), cross(a.w, b.v) + cross(a.v, b.w)};
 }
+template <class S>
+MOREAU_HD void adj_cross_m(const Motion<S>& a, const Motion<S>& b, Motion<S>& adj_a, Motion<S>& adj_b,
+                           const Motion<S>& adj_ret) {
+  adj_cross(a.w, b.w, adj_a.w, adj_b.w, adj_ret.w);
+  adj_cross(a.w, b.v, adj_a.w, adj_b.v, adj_ret.v);
+  adj_cross(a.v, b.w, adj_a.v, adj_b.w, adj_ret.v);
+}
 // a ×f f = (ωa × n + va × f, ωa × f)
 template <class S>
 MOREAU_HD Force<S> cross_f(const Motion<S>& a, const Force<S>& f) {
   return {cross(a.w, f.n) + cross(a.v, f.f), cross(a.w, f.f)};
+}
+template <class S>
+MOREAU_HD void adj_cross_f(const Motion<S>& a, const Force<S>& f, Motion<S>& adj_a, Force<S>& adj_f,
+                           const Force<S>& adj_ret) {
+  adj_cross(a.w, f.n, adj_a.w, adj_f.n, adj_ret.n);
+  adj_cross(a.v, f.f, adj_a.v, adj_f.f, adj_ret.n);
+  adj_cross(a.w, f.f, adj_a.w, adj_f.f, adj_ret.f);
 }
 
 template <class S>
@@ -164,10 +304,26 @@ struct Transform {
   Mat3<S> E;  // A-coordinates → B-coordinates
   Vec3<S> r;  // origin of B in A-coordinates
 };
+template <class S>
+MOREAU_HD Transform<S>& operator+=(Transform<S>& a, const Transform<S>& b) {
+  a.E += b.E;
+  a.r += b.r;
+  return a;
+}
 // X m
 template <class S>
 MOREAU_HD Motion<S> apply(const Transform<S>& X, const Motion<S>& m) {
   return {X.E * m.w, X.E * (m.v - cross(X.r, m.w))};
+}
+// recomputes u = v − r × ω
+template <class S>
+MOREAU_HD void adj_apply(const Transform<S>& X, const Motion<S>& m, Transform<S>& adj_X, Motion<S>& adj_m,
+                         const Motion<S>& adj_ret) {
+  Vec3<S> adj_u{0, 0, 0};
+  adj_mul(X.E, m.w, adj_X.E, adj_m.w, adj_ret.w);
+  adj_mul(X.E, m.v - cross(X.r, m.w), adj_X.E, adj_u, adj_ret.v);
+  adj_m.v += adj_u;
+  adj_cross(X.r, m.w, adj_X.r, adj_m.w, -adj_u);
 }
 // Xᵀ f: a force in B-coordinates expressed in A-coordinates
 template <class S>
@@ -175,10 +331,27 @@ MOREAU_HD Force<S> apply_t(const Transform<S>& X, const Force<S>& f) {
   Vec3<S> fa = mul_t(X.E, f.f);
   return {mul_t(X.E, f.n) + cross(X.r, fa), fa};
 }
+// recomputes fa = Eᵀ f
+template <class S>
+MOREAU_HD void adj_apply_t(const Transform<S>& X, const Force<S>& f, Transform<S>& adj_X, Force<S>& adj_f,
+                           const Force<S>& adj_ret) {
+  Vec3<S> fa = mul_t(X.E, f.f);
+  Vec3<S> adj_fa = adj_ret.f;
+  adj_cross(X.r, fa, adj_X.r, adj_fa, adj_ret.n);
+  adj_mul_t(X.E, f.n, adj_X.E, adj_f.n, adj_ret.n);
+  adj_mul_t(X.E, f.f, adj_X.E, adj_f.f, adj_fa);
+}
 // X_AC = X_BC X_AB
 template <class S>
 MOREAU_HD Transform<S> compose(const Transform<S>& X_bc, const Transform<S>& X_ab) {
   return {X_bc.E * X_ab.E, X_ab.r + mul_t(X_ab.E, X_bc.r)};
+}
+template <class S>
+MOREAU_HD void adj_compose(const Transform<S>& X_bc, const Transform<S>& X_ab, Transform<S>& adj_X_bc,
+                           Transform<S>& adj_X_ab, const Transform<S>& adj_ret) {
+  adj_matmul(X_bc.E, X_ab.E, adj_X_bc.E, adj_X_ab.E, adj_ret.E);
+  adj_X_ab.r += adj_ret.r;
+  adj_mul_t(X_ab.E, X_bc.r, adj_X_ab.E, adj_X_bc.r, adj_ret.r);
 }
 
 template <class S>
@@ -195,9 +368,33 @@ MOREAU_HD Inertia<S> inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& Ic) 
           {Ic.xx + m * (cc - c.x * c.x), Ic.yy + m * (cc - c.y * c.y), Ic.zz + m * (cc - c.z * c.z),
            Ic.xy - m * c.x * c.y, Ic.xz - m * c.x * c.z, Ic.yz - m * c.y * c.z}};
 }
+// With W = Ī_O (stored numbers) and P(c) = ⟨W, |c|² 1 − c cᵀ⟩:  m̄ += m̄_ret + c·h̄ + P(c),
+// c̄ += m h̄ + m ∂P/∂c,  Ī_c += W.
+template <class S>
+MOREAU_HD void adj_inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& /*Ic*/, S& adj_m, Vec3<S>& adj_c,
+                                    Sym3<S>& adj_Ic, const Inertia<S>& adj_ret) {
+  const Sym3<S>& W = adj_ret.I;
+  S cc = dot(c, c);
+  adj_m += adj_ret.m + dot(c, adj_ret.h) + W.xx * (cc - c.x * c.x) + W.yy * (cc - c.y * c.y) +
+           W.zz * (cc - c.z * c.z) - W.xy * c.x * c.y - W.xz * c.x * c.z - W.yz * c.y * c.z;
+  adj_c += m * adj_ret.h + m * Vec3<S>{2 * c.x * (W.yy + W.zz) - W.xy * c.y - W.xz * c.z,
+                                       2 * c.y * (W.xx + W.zz) - W.xy * c.x - W.yz * c.z,
+                                       2 * c.z * (W.xx + W.yy) - W.xz * c.x - W.yz * c.y};
+  adj_Ic += W;
+}
 template <class S>
 MOREAU_HD Force<S> operator*(const Inertia<S>& I, const Motion<S>& a) {
   return {I.I * a.w + cross(I.h, a.v), I.m * a.v - cross(I.h, a.w)};
+}
+// adjoint of I * a
+template <class S>
+MOREAU_HD void adj_mul_inertia(const Inertia<S>& I, const Motion<S>& a, Inertia<S>& adj_I, Motion<S>& adj_a,
+                               const Force<S>& adj_ret) {
+  adj_mul(I.I, a.w, adj_I.I, adj_a.w, adj_ret.n);
+  adj_cross(I.h, a.v, adj_I.h, adj_a.v, adj_ret.n);
+  adj_I.m += dot(a.v, adj_ret.f);
+  adj_a.v += I.m * adj_ret.f;
+  adj_cross(I.h, a.w, adj_I.h, adj_a.w, -adj_ret.f);
 }
 template <class S>
 MOREAU_HD Inertia<S>& operator+=(Inertia<S>& a, const Inertia<S>& b) {

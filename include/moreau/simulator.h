@@ -29,6 +29,8 @@ enum Status : int32_t {
   kStatusNanAction = 1 << 1,     // non-finite action
   kStatusSingularMass = 1 << 2,  // mass matrix not positive definite
   kStatusSolverNotConverged = 1 << 3,  // contact solve hit its iteration cap
+  kStatusNanGradient = 1 << 4,   // the adjoint produced a non-finite gradient
+  kStatusNoGradient = 1 << 5,    // no adjoint for this configuration (see docs/gradients.md)
 };
 
 struct View {
@@ -113,6 +115,43 @@ class Simulator {
   void get_state(double* q, double* v, int n_env) const;
   void set_action(const double* action, int n_env);
   void get_status(int32_t* status, int n_env) const;
+
+  // ---- Gradients (docs/gradients.md) -------------------------------------------------
+  // Caller buffers below live on the simulator's device, in its dtype, laid out like its own
+  // buffers (element k of environment e at k * n_env + e); statuses are int32 (n_env).
+
+  // Pure control step: (q_in, v_in, action) -> (q_out, v_out). The simulator's own state is
+  // neither read nor written; its parameters and contact options are used.
+  void step_pure(const void* q_in, const void* v_in, const void* action, void* q_out, void* v_out,
+                 int32_t* status);
+
+  // Where an adjoint writes: ∂L/∂q_in (n_env x nq), ∂L/∂v_in (n_env x nv), ∂L/∂action
+  // (n_env x nu), and per-environment parameter gradients ∂L/∂kp, ∂L/∂kd (n_env x nu),
+  // ∂L/∂added_base_mass (n_env x 1), each of which may be null.
+  struct Gradients {
+    void* q = nullptr;
+    void* v = nullptr;
+    void* action = nullptr;
+    void* kp = nullptr;
+    void* kd = nullptr;
+    void* added_base_mass = nullptr;
+  };
+  // Adjoint of step_pure at the same inputs, given ∂L/∂q_out and ∂L/∂v_out. Outputs are
+  // overwritten, or added to when `accumulate`.
+  void step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
+                    const void* adj_v_out, const Gradients& grads, int32_t* status, bool accumulate = false);
+
+  // Recorded rollout of `horizon` control steps from the current state with `actions`
+  // (horizon x n_env x nu, step-major): keeps only the horizon + 1 boundary states and the
+  // actions, and leaves the simulator at the final state (statuses OR-ed in).
+  void rollout(int horizon, const void* actions);
+  // Backward over the recorded rollout. adj_q ((horizon + 1) x n_env x nq) and adj_v hold
+  // ∂L/∂(state t) from the loss on entry and the total adjoint of each state on return (so
+  // row block 0 is ∂L/∂(initial state)); adj_actions (horizon x n_env x nu) is written;
+  // parameter gradients in `params` (kp, kd, added_base_mass; q/v/action ignored) are summed
+  // over the horizon. Environments whose status is set get zero gradients.
+  void rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Gradients& params);
+  int rollout_horizon() const;
 
   // Advances every environment whose status is ok by k control steps.
   void step(int k = 1);

@@ -1,0 +1,304 @@
+// Gradients of whole control steps and rollouts (Simulator::step_adjoint, rollout_backward)
+// against central finite differences in double precision, chained adjoints, translation
+// invariance and robustness.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "moreau/simulator.h"
+#include "support/test_util.h"
+
+namespace moreau {
+namespace {
+
+using test::asset;
+using Vec = std::vector<double>;
+
+// Field-major (k * n + e) buffers of one batch, on the CPU in double.
+struct Batch {
+  int n, nq, nv, nu;
+  Vec q, v, u;
+  Batch(const Model& m, int n_env) : n(n_env), nq(m.nq), nv(m.nv), nu(m.nu), q(n * nq), v(n * nv), u(n * nu) {}
+};
+
+double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// A batch of airborne random states (bases high above the ground), random actions around the
+// default pose, random loss weights.
+struct Problem {
+  Model model;
+  Simulator sim;
+  Batch in, w;  // inputs and the loss weights on (q_out, v_out)
+  Problem(const std::string& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50)
+      : model(load_model(asset(robot))), sim(model, options(n_env, mode)), in(model, n_env), w(model, n_env) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> normal(0, 1);
+    Vec q(model.nq), v(model.nv);
+    for (int e = 0; e < n_env; ++e) {
+      test::random_state(model, rng, q.data(), v.data());
+      if (model.jnt_type[0] == static_cast<int>(JointType::Free)) q[2] += lift;
+      for (int k = 0; k < model.nq; ++k) in.q[k * n_env + e] = q[k];
+      for (int k = 0; k < model.nv; ++k) in.v[k * n_env + e] = 0.5 * v[k];
+      for (int a = 0; a < model.nu; ++a)
+        in.u[a * n_env + e] = model.qpos0[model.actuator_qposadr[a]] + 0.3 * normal(rng);
+    }
+    for (double& x : w.q) x = normal(rng);
+    for (double& x : w.v) x = normal(rng);
+  }
+  static SimulatorOptions options(int n_env, ContactMode mode) {
+    SimulatorOptions o;
+    o.n_env = n_env;
+    o.dtype = DType::Float64;
+    o.n_threads = 1;
+    o.contact.mode = mode;
+    return o;
+  }
+  // L = ⟨w_q, q_out⟩ + ⟨w_v, v_out⟩ of one control step
+  double loss(const Batch& x) {
+    Batch out(model, x.n);
+    std::vector<int32_t> status(x.n);
+    sim.step_pure(x.q.data(), x.v.data(), x.u.data(), out.q.data(), out.v.data(), status.data());
+    for (int32_t s : status) EXPECT_EQ(s, 0);
+    return dot(w.q, out.q) + dot(w.v, out.v);
+  }
+  // The adjoint's gradients at `in`.
+  Batch gradient(Simulator::Gradients* params = nullptr) {
+    Batch g(model, in.n);
+    Simulator::Gradients grads;
+    grads.q = g.q.data();
+    grads.v = g.v.data();
+    grads.action = g.u.data();
+    if (params) {
+      grads.kp = params->kp;
+      grads.kd = params->kd;
+      grads.added_base_mass = params->added_base_mass;
+    }
+    std::vector<int32_t> status(in.n);
+    sim.step_adjoint(in.q.data(), in.v.data(), in.u.data(), w.q.data(), w.v.data(), grads, status.data());
+    for (int32_t s : status) EXPECT_EQ(s, 0);
+    return g;
+  }
+};
+
+// Central difference of f along one coordinate of x.
+double central(const std::function<double()>& f, double& x, double eps) {
+  const double x0 = x;
+  x = x0 + eps;
+  const double fp = f();
+  x = x0 - eps;
+  const double fm = f();
+  x = x0;
+  return (fp - fm) / (2 * eps);
+}
+
+void expect_matches_fd(Problem& P, double tol) {
+  const Batch g = P.gradient();
+  const double eps = 1e-6;
+  auto check = [&](Vec& x, const Vec& gx, const char* what) {
+    double norm = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double fd = central([&] { return P.loss(P.in); }, x[i], eps);
+      const double scale = std::max({std::abs(fd), std::abs(gx[i]), 1e-3});
+      EXPECT_LE(std::abs(fd - gx[i]), tol * scale) << what << "[" << i << "]: adjoint " << gx[i] << ", fd " << fd;
+      norm += gx[i] * gx[i];
+    }
+    EXPECT_GT(norm, 0) << what << ": gradient is zero";
+  };
+  check(P.in.q, g.q, "dL/dq");
+  check(P.in.v, g.v, "dL/dv");
+  if (P.model.nu > 0) check(P.in.u, g.u, "dL/daction");
+}
+
+TEST(StepGradient, AnymalAirborneMatchesFiniteDifferences) {
+  Problem P("anymal_c.json", 2, ContactMode::None, 1);
+  expect_matches_fd(P, 1e-5);
+}
+
+TEST(StepGradient, DoublePendulumAndCartpoleMatchFiniteDifferences) {
+  Problem a("double_pendulum.json", 2, ContactMode::None, 2);
+  expect_matches_fd(a, 1e-5);
+  Problem b("cartpole.json", 2, ContactMode::None, 3);
+  expect_matches_fd(b, 1e-5);
+}
+
+// Quaternion perturbations on the manifold: q ⊕ ε δ, with ⊕ the exponential map.
+TEST(StepGradient, ManifoldPerturbationOfTheBaseOrientation) {
+  Problem P("anymal_c.json", 1, ContactMode::None, 4);
+  const Batch g = P.gradient();
+  const Vec q0 = P.in.q;
+  std::mt19937 rng(9);
+  std::normal_distribution<double> normal(0, 1);
+  const double d[3] = {normal(rng), normal(rng), normal(rng)};
+  auto rotated = [&](double eps) {  // quat ← quat ⊗ exp(ε δ / 2)
+    const double th = eps * std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    const double s = th != 0 ? std::sin(th / 2) / th * eps : 0, c = std::cos(th / 2);
+    const double e[4] = {c, s * d[0], s * d[1], s * d[2]};
+    const double* a = &q0[3];
+    Vec q = q0;
+    q[3] = a[0] * e[0] - a[1] * e[1] - a[2] * e[2] - a[3] * e[3];
+    q[4] = a[0] * e[1] + a[1] * e[0] + a[2] * e[3] - a[3] * e[2];
+    q[5] = a[0] * e[2] - a[1] * e[3] + a[2] * e[0] + a[3] * e[1];
+    q[6] = a[0] * e[3] + a[1] * e[2] - a[2] * e[1] + a[3] * e[0];
+    return q;
+  };
+  const double eps = 1e-6;
+  P.in.q = rotated(eps);
+  const double lp = P.loss(P.in);
+  P.in.q = rotated(-eps);
+  const double lm = P.loss(P.in);
+  P.in.q = q0;
+  const double fd = (lp - lm) / (2 * eps);
+  // chain rule: dq/dε at 0 = (quat ⊗ (0, δ/2)) on the quaternion coordinates
+  const Vec dq = rotated(1e-7);
+  double directional = 0;
+  for (int k = 3; k < 7; ++k) directional += g.q[k] * (dq[k] - q0[k]) / 1e-7;
+  EXPECT_NEAR(directional, fd, 1e-5 * std::max(1.0, std::abs(fd)));
+  EXPECT_GT(std::abs(fd), 1e-6);
+}
+
+TEST(StepGradient, ParameterGradientsMatchFiniteDifferences) {
+  Problem P("anymal_c.json", 1, ContactMode::None, 5);
+  const int nu = P.model.nu;
+  Vec gkp(nu), gkd(nu), gm(1);
+  Simulator::Gradients params;
+  params.kp = gkp.data();
+  params.kd = gkd.data();
+  params.added_base_mass = gm.data();
+  P.gradient(&params);
+  Vec kp = P.model.actuator_kp, kd = P.model.actuator_kd;
+  double mass = 0;
+  auto loss_with = [&] {
+    P.sim.set_param("kp", kp.data(), 1, nu);
+    P.sim.set_param("kd", kd.data(), 1, nu);
+    P.sim.set_param("added_base_mass", &mass, 1, 1);
+    return P.loss(P.in);
+  };
+  for (int a = 0; a < nu; ++a) {
+    const double fkp = central(loss_with, kp[a], 1e-4), fkd = central(loss_with, kd[a], 1e-5);
+    EXPECT_NEAR(gkp[a], fkp, 1e-5 * std::max(1e-3, std::abs(fkp))) << "kp " << a;
+    EXPECT_NEAR(gkd[a], fkd, 1e-5 * std::max(1e-3, std::abs(fkd))) << "kd " << a;
+  }
+  const double fm = central(loss_with, mass, 1e-5);
+  EXPECT_NEAR(gm[0], fm, 1e-5 * std::max(1e-3, std::abs(fm)));
+  EXPECT_GT(std::abs(gm[0]), 0);
+}
+
+// Translating the robot by 100 m changes no gradient by more than 1e-6 relative.
+TEST(StepGradient, TranslationByOneHundredMetresLeavesGradientsUnchanged) {
+  Problem P("anymal_c.json", 1, ContactMode::None, 6);
+  const Batch g0 = P.gradient();
+  P.in.q[0] += 100;
+  P.in.q[1] -= 100;
+  const Batch g1 = P.gradient();
+  EXPECT_NEAR_REL(g0.q, g1.q, 1e-6, 1e-9, "dL/dq");
+  EXPECT_NEAR_REL(g0.v, g1.v, 1e-6, 1e-9, "dL/dv");
+  EXPECT_NEAR_REL(g0.u, g1.u, 1e-6, 1e-9, "dL/daction");
+}
+
+// A 32-step rollout: the loss weighs the final base position and velocity. Backward equals
+// chained single-step adjoints bit for bit, and matches finite differences.
+TEST(RolloutGradient, ThirtyTwoStepsMatchChainedAdjointsAndFiniteDifferences) {
+  const int H = 32, n = 2;
+  Problem P("anymal_c.json", n, ContactMode::None, 7);
+  const Model& m = P.model;
+  const size_t sq = n * m.nq, sv = n * m.nv, su = n * m.nu;
+  std::mt19937 rng(8);
+  std::normal_distribution<double> normal(0, 0.2);
+  Vec actions(H * su);
+  for (int t = 0; t < H; ++t)
+    for (size_t i = 0; i < su; ++i) actions[t * su + i] = P.in.u[i] + normal(rng);
+  // L = ⟨w_q, q_H⟩ on the base position (3) and ⟨w_v, v_H⟩ on the base velocity (6)
+  Vec wq(sq, 0.0), wv(sv, 0.0);
+  for (int k = 0; k < 3; ++k)
+    for (int e = 0; e < n; ++e) wq[k * n + e] = 1.0 + k;
+  for (int k = 0; k < 6; ++k)
+    for (int e = 0; e < n; ++e) wv[k * n + e] = 0.5 - 0.1 * k;
+  // the simulator's own state is field-major on the CPU: write it through the views
+  auto set_state = [&](const Vec& q0, const Vec& v0) {
+    std::memcpy(P.sim.q().data, q0.data(), sizeof(double) * sq);
+    std::memcpy(P.sim.v().data, v0.data(), sizeof(double) * sv);
+    std::memset(P.sim.status().data, 0, sizeof(int32_t) * n);
+  };
+  auto loss = [&](const Vec& q0, const Vec& v0, const Vec& acts) {
+    set_state(q0, v0);
+    P.sim.rollout(H, acts.data());
+    const double* q = static_cast<const double*>(P.sim.q().data);
+    const double* v = static_cast<const double*>(P.sim.v().data);
+    double L = 0;
+    for (size_t i = 0; i < sq; ++i) L += wq[i] * q[i];
+    for (size_t i = 0; i < sv; ++i) L += wv[i] * v[i];
+    return L;
+  };
+  const double L0 = loss(P.in.q, P.in.v, actions);
+  ASSERT_TRUE(std::isfinite(L0));
+  Vec aq((H + 1) * sq, 0.0), av((H + 1) * sv, 0.0), au(H * su);
+  std::copy(wq.begin(), wq.end(), aq.begin() + H * sq);
+  std::copy(wv.begin(), wv.end(), av.begin() + H * sv);
+  P.sim.rollout_backward(aq.data(), av.data(), au.data(), Simulator::Gradients{});
+
+  // chained single-step adjoints, bit for bit
+  Vec states_q((H + 1) * sq), states_v((H + 1) * sv);
+  std::copy(P.in.q.begin(), P.in.q.end(), states_q.begin());
+  std::copy(P.in.v.begin(), P.in.v.end(), states_v.begin());
+  std::vector<int32_t> status(n);
+  for (int t = 0; t < H; ++t)
+    P.sim.step_pure(&states_q[t * sq], &states_v[t * sv], &actions[t * su], &states_q[(t + 1) * sq],
+                    &states_v[(t + 1) * sv], status.data());
+  Vec cq = wq, cv = wv, cu(H * su);
+  for (int t = H - 1; t >= 0; --t) {
+    Vec nq(sq), nv(sv);
+    Simulator::Gradients g;
+    g.q = nq.data();
+    g.v = nv.data();
+    g.action = &cu[t * su];
+    P.sim.step_adjoint(&states_q[t * sq], &states_v[t * sv], &actions[t * su], cq.data(), cv.data(), g,
+                       status.data());
+    cq = nq;
+    cv = nv;
+  }
+  EXPECT_EQ(std::memcmp(cq.data(), aq.data(), sizeof(double) * sq), 0) << "dL/dq0 differs from chained adjoints";
+  EXPECT_EQ(std::memcmp(cv.data(), av.data(), sizeof(double) * sv), 0) << "dL/dv0 differs from chained adjoints";
+  EXPECT_EQ(std::memcmp(cu.data(), au.data(), sizeof(double) * H * su), 0) << "dL/dactions differ";
+
+  // finite differences on the initial velocity and a few actions
+  const double eps = 1e-6;
+  Vec v0 = P.in.v, acts = actions;
+  for (size_t i = 0; i < sv; i += 5) {
+    const double fd = central([&] { return loss(P.in.q, v0, actions); }, v0[i], eps);
+    EXPECT_NEAR(av[i], fd, 1e-5 * std::max(1.0, std::abs(fd))) << "dL/dv0[" << i << "]";
+  }
+  for (size_t i = 0; i < H * su; i += 97) {
+    const double fd = central([&] { return loss(P.in.q, P.in.v, acts); }, acts[i], eps);
+    EXPECT_NEAR(au[i], fd, 1e-5 * std::max(1.0, std::abs(fd))) << "dL/dactions[" << i << "]";
+  }
+}
+
+// 100,000 random steps without contact, including extreme states: no NaN or Inf in any
+// gradient from a finite state (a non-finite one would set kStatusNanGradient).
+TEST(StepGradient, NoNonFiniteGradientsOverManyRandomSteps) {
+  const int n = 2000, rounds = 50;
+  Problem P("anymal_c.json", n, ContactMode::None, 12);
+  std::mt19937 rng(13);
+  std::normal_distribution<double> normal(0, 1);
+  for (int r = 0; r < rounds; ++r) {
+    const double scale = r % 5 == 0 ? 30.0 : 1.0;  // every fifth round: very fast states
+    for (double& x : P.in.v) x = scale * normal(rng);
+    for (double& x : P.in.u) x = 5 * normal(rng);
+    Batch g = P.gradient();
+    for (double x : g.q) ASSERT_TRUE(std::isfinite(x));
+    for (double x : g.v) ASSERT_TRUE(std::isfinite(x));
+    for (double x : g.u) ASSERT_TRUE(std::isfinite(x));
+  }
+}
+
+}  // namespace
+}  // namespace moreau
