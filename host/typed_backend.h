@@ -37,7 +37,7 @@ struct ScalarParam {
 };
 constexpr ScalarParam kScalarParams[] = {
     {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
-    {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.01}};
+    {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.02}};
 
 template <class S>
 class TypedBackend : public Backend {
@@ -65,6 +65,12 @@ class TypedBackend : public Backend {
     d_con_active_ = alloc<int32_t>(static_cast<size_t>(n) * model_.ncon);
     d_solver_iterations_ = alloc<int32_t>(n);
     d_solver_residual_ = alloc<S>(n);
+    // contact information reads zero until a step with contact writes it
+    fill_zero(d_con_gap_, sizeof(S) * n * model_.ncon);
+    fill_zero(d_con_impulse_, sizeof(S) * n * model_.ncon);
+    fill_zero(d_con_active_, sizeof(int32_t) * n * model_.ncon);
+    fill_zero(d_solver_iterations_, sizeof(int32_t) * n);
+    fill_zero(d_solver_residual_, sizeof(S) * n);
     set_param("kp", model_.actuator_kp.data(), 1, model_.nu);
     set_param("kd", model_.actuator_kd.data(), 1, model_.nu);
     for (const ScalarParam& sp : kScalarParams) set_param(sp.name, &sp.default_value, 1, 1);
@@ -213,7 +219,8 @@ class TypedBackend : public Backend {
     fill_zero(adj_actions, sizeof(S) * horizon_ * su);
     fill_zero(params_out.kp, sizeof(S) * n * model_.nu);
     fill_zero(params_out.kd, sizeof(S) * n * model_.nu);
-    fill_zero(params_out.added_base_mass, sizeof(S) * n);
+    for (void* p : {params_out.added_base_mass, params_out.friction, params_out.contact_kn, params_out.smooth_k})
+      fill_zero(p, sizeof(S) * n);
     S* aq = static_cast<S*>(adj_q);
     S* av = static_cast<S*>(adj_v);
     S* au = static_cast<S*>(adj_actions);
@@ -345,6 +352,9 @@ class TypedBackend : public Backend {
     io.adj_kp = static_cast<S*>(g.kp);
     io.adj_kd = static_cast<S*>(g.kd);
     io.adj_added_base_mass = static_cast<S*>(g.added_base_mass);
+    io.adj_friction = static_cast<S*>(g.friction);
+    io.adj_contact_kn = static_cast<S*>(g.contact_kn);
+    io.adj_smooth_k = static_cast<S*>(g.smooth_k);
   }
   void fill_zero(void* dst, size_t bytes) {
     if (!dst) return;

@@ -125,12 +125,16 @@ MOREAU_HD void rnea(const ModelView<S>& m, const S* v, const S* vdot, Workspace<
 // Reverse of rnea (its passes mirrored: adjoint of the backward pass, then of the forward
 // pass). Needs ws.vel/acc/f as rnea left them (call rnea first with the same inputs);
 // tau_adj is the adjoint of τ. Accumulates into adj_v, adj_vdot (may be null),
-// adj.Xup, adj.Sdof and adj.I.
+// adj.Xup, adj.Sdof and adj.I (adj.vel/acc/f are the sweep's own scratch).
 template <class S>
 MOREAU_HD void adj_rnea(const ModelView<S>& m, const S* v, const S* vdot, const Workspace<S>& ws, S* adj_v,
                         S* adj_vdot, const S* tau_adj, AdjWorkspace<S>& adj) {
   const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
   const Motion<S> zero{{0, 0, 0}, {0, 0, 0}};
+  for (int i = 0; i < m.nbody; ++i) {  // the sweep's own intermediates start from zero
+    adj.vel[i] = adj.acc[i] = zero;
+    adj.f[i] = {{0, 0, 0}, {0, 0, 0}};
+  }
   // adjoint of the backward pass, parents first: f_i (total) feeds τ_i and f_λ
   for (int i = 0; i < m.nbody; ++i) {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);

@@ -7,7 +7,7 @@
 //   q_{k+1} = q_M ⊕ (h/2) v_{k+1}
 #pragma once
 
-#include "kernels/contact.h"
+#include "kernels/contact_adjoint_wip.h"
 
 namespace moreau {
 namespace kern {
@@ -49,12 +49,14 @@ struct ParamAdjoint {
   S kp[kMaxNu];
   S kd[kMaxNu];
   S added_base_mass;
+  ContactParamAdjoint<S> contact;
 };
 
 template <class S>
 MOREAU_HD void adj_clear(const ModelView<S>& m, ParamAdjoint<S>& adj) {
   for (int a = 0; a < m.nu; ++a) adj.kp[a] = adj.kd[a] = 0;
   adj.added_base_mass = 0;
+  adj.contact = {S(0), S(0), S(0)};
 }
 
 // Clamps pass the gradient where they do not bind (bounds inclusive) and send it to the bound
@@ -160,25 +162,39 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 
 // Adjoint of physics_step (recomputed from the step's input state q, v). With the residual
 // r = h RNEA(q_M, v, a) + (armature + hD) Δv + h D v − h τ(q_M, v, u) = 0, a = Δv/h, and
-// λ = (H + hD)⁻¹ Δv̄ (the same factorisation; ARCHITECTURE.md §4):
+// λ = (H + hD)⁻¹ v̄_free (the same factorisation; ARCHITECTURE.md §4):
 //   x̄ −= (∂r/∂x)ᵀ λ  for x = q_M, v, u, parameters:
-// adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ.
-// Accumulates into adj_q, adj_v, adj_ctrl, adj_p. Returns status bits (0 = ok).
+// adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ. The contact stage's
+// adjoint (adj_contact_solve) comes first; hard_smooth_grad returns the smooth model's
+// gradient at the hard forward's inputs. Accumulates into adj_q, adj_v, adj_ctrl, adj_p.
+// Returns status bits (0 = ok).
 template <class S>
 MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                                S h, const S* q, const S* v, const S* ctrl, S* adj_q, S* adj_v, S* adj_ctrl,
                                ParamAdjoint<S>& adj_p, const S* adj_q_out, const S* adj_v_out, Workspace<S>& ws,
-                               AdjWorkspace<S>& aw) {
-  if (cfg.mode != kContactNone && m.ncon > 0) return kStatusNoGradient;
+                               AdjWorkspace<S>& aw, ContactScratch<S>& cs, ContactInfo<S>& info) {
+  const bool contact = cfg.mode != kContactNone && m.ncon > 0;
+  if (contact && cfg.mode == kContactSoft) return kStatusNoGradient;
   const int nv = m.nv;
-  S qM[kMaxNq], dv[kMaxNv], v1[kMaxNv], adj_qM[kMaxNq], lambda[kMaxNv], a[kMaxNv], tau_adj[kMaxNv];
+  S qM[kMaxNq], dv[kMaxNv], v1[kMaxNv], v2[kMaxNv], adj_qM[kMaxNq], lambda[kMaxNv], adj_v2[kMaxNv], a[kMaxNv],
+      tau_adj[kMaxNv];
   if (!free_velocity(m, p, env, h, q, v, ctrl, ws, qM, dv)) return kStatusSingularMass;
-  for (int k = 0; k < nv; ++k) v1[k] = v[k] + dv[k];
+  for (int k = 0; k < nv; ++k) v1[k] = v2[k] = v[k] + dv[k];
+  if (contact) contact_stage(m, cfg, p, env, qM, v, h, PlaneGround<S>{}, ws, cs, v2, info.gap, info.impulse, info.active);
   // q_out = q_M ⊕ (h/2) v_{k+1}
   for (int k = 0; k < m.nq; ++k) adj_qM[k] = 0;
-  for (int k = 0; k < nv; ++k) lambda[k] = adj_v_out[k];
-  adj_integrate(m, qM, v1, h / 2, adj_qM, lambda, adj_q_out);
-  // v_{k+1} = v + Δv
+  for (int k = 0; k < nv; ++k) adj_v2[k] = adj_v_out[k];
+  adj_integrate(m, qM, v2, h / 2, adj_qM, adj_v2, adj_q_out);
+  adj_clear(m, aw);
+  // v_{k+1} = v_free + H⁻¹ Jᵀ P_applied
+  for (int k = 0; k < nv; ++k) lambda[k] = contact ? S(0) : adj_v2[k];
+  if (contact) {
+    const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
+    contact_solve(m, cfg, p, env, mode, qM, h, PlaneGround<S>{}, ws, cs, v1);
+    const int st = adj_contact_solve(m, cfg, p, env, h, mode, ws, cs, v1, adj_v2, lambda, adj_qM, aw, adj_p.contact);
+    if (st) return st;
+  }
+  // v_free = v + Δv
   for (int k = 0; k < nv; ++k) adj_v[k] += lambda[k];
   ltl_solve(m, ws.H, lambda);
   for (int k = 0; k < nv; ++k) {
@@ -187,7 +203,6 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
     adj_v[k] -= h * m.dof_damping[k] * lambda[k];
   }
   rnea(m, v, a, ws, dv);  // the kinematic quantities at (q_M, v, a) for the reverse sweep
-  adj_clear(m, aw);
   adj_rnea(m, v, a, ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
   adj_actuator_forces(m, p, env, qM, v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
@@ -289,7 +304,7 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
       for (int k = 0; k < nq; ++k) nq_adj[k] = 0;
       for (int k = 0; k < nv; ++k) nv_adj[k] = 0;
       status = adj_physics_step(m, cfg, p, env, h, sq[j - begin], sv[j - begin], u, nq_adj, nv_adj, adj_u, adj_p,
-                                aq, av, ws, aw);
+                                aq, av, ws, aw, cs, info);
       if (status) return status;
       for (int k = 0; k < nq; ++k) aq[k] = nq_adj[k];
       for (int k = 0; k < nv; ++k) av[k] = nv_adj[k];
@@ -356,6 +371,9 @@ struct PureStep {
   S* adj_kp;               // (n_env x nu)
   S* adj_kd;               // (n_env x nu)
   S* adj_added_base_mass;  // (n_env x 1)
+  S* adj_friction;         // (n_env x 1)
+  S* adj_contact_kn;       // (n_env x 1)
+  S* adj_smooth_k;         // (n_env x 1)
   int* status;         // (n_env)
   int accumulate;
 };
@@ -422,6 +440,9 @@ MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cf
     if (b.adj_kd) out(b.adj_kd, a, ap.kd[a]);
   }
   if (b.adj_added_base_mass) out(b.adj_added_base_mass, 0, ap.added_base_mass);
+  if (b.adj_friction) out(b.adj_friction, 0, ap.contact.friction);
+  if (b.adj_contact_kn) out(b.adj_contact_kn, 0, ap.contact.contact_kn);
+  if (b.adj_smooth_k) out(b.adj_smooth_k, 0, ap.contact.smooth_k);
 }
 
 // Environment `env` back to the default state: q = qpos0, v = 0, time 0, status 0, and an

@@ -2,7 +2,12 @@
 // sink, friction on a tilted plane, standing, solver flags, smooth → hard, CUDA vs CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -222,6 +227,434 @@ TEST(Contact, CudaMatchesCpuOnTenThousandEnvironments) {
   gpu.get_state(qc.data(), vc.data(), n);
   EXPECT_NEAR_REL(q, qc, 1e-3, 1e-3, "q after 5 control steps");
   EXPECT_NEAR_REL(v, vc, 1e-2, 2e-2, "v after 5 control steps");
+}
+
+// ---------------------------------------------------------------------------------------
+// Energy: contact never adds energy (random drops and throws).
+// ---------------------------------------------------------------------------------------
+
+// Rotates x by the unit quaternion (w, x, y, z).
+void quat_rotate(const double* qt, const double* x, double* out) {
+  const double w = qt[0], a = qt[1], b = qt[2], c = qt[3];
+  const double R[9] = {1 - 2 * (b * b + c * c), 2 * (a * b - c * w),     2 * (a * c + b * w),
+                       2 * (a * b + c * w),     1 - 2 * (a * a + c * c), 2 * (b * c - a * w),
+                       2 * (a * c - b * w),     2 * (b * c + a * w),     1 - 2 * (a * a + b * b)};
+  for (int i = 0; i < 3; ++i) out[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2];
+}
+
+// Clearance of the lowest contact point above the plane z = 0 (negative: penetrating).
+double lowest_gap(const Model& model, const double* q) {
+  std::vector<double> pos(3 * model.nbody), quat(4 * model.nbody);
+  body_poses(model, q, pos.data(), quat.data());
+  double gap = 1e300;
+  for (int k = 0; k < model.ncon; ++k) {
+    const int b = model.con_body[k];
+    double c[3];
+    quat_rotate(quat.data() + 4 * b, model.con_pos.data() + 3 * k, c);
+    gap = std::min(gap, pos[3 * b + 2] + c[2] - model.con_radius[k]);
+  }
+  return gap;
+}
+
+// n random throws (row-major q: n x nq, v: n x nv): the root gets a uniformly random
+// orientation and is placed so that its lowest contact point is 0.05–0.5 m above the ground
+// (nothing starts penetrating); linear velocity uniform in ±3 m/s and angular velocity in ±10
+// rad/s per component; joints (if any) at the default pose ± `joint_spread` rad (clamped to
+// their range) moving at ± `joint_rate` rad/s.
+struct Throws {
+  std::vector<double> q, v;
+};
+Throws random_throws(const Model& model, int n, uint32_t seed, double joint_spread = 0.3, double joint_rate = 3) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1), height(0.05, 0.5);
+  Throws t{std::vector<double>(static_cast<size_t>(n) * model.nq), std::vector<double>(static_cast<size_t>(n) * model.nv)};
+  for (int e = 0; e < n; ++e) {
+    double* q = t.q.data() + static_cast<size_t>(e) * model.nq;
+    double* v = t.v.data() + static_cast<size_t>(e) * model.nv;
+    for (int k = 0; k < model.nq; ++k) q[k] = model.qpos0[k];
+    q[0] = q[1] = q[2] = 0;
+    test::random_quat(rng, q + 3);
+    for (int j = 1; j < model.nbody; ++j) {
+      const int a = model.jnt_qposadr[j];
+      if (a < 7 || model.jnt_type[j] != static_cast<int>(JointType::Revolute)) continue;
+      q[a] += joint_spread * u(rng);
+      if (model.jnt_limited[j]) q[a] = std::clamp(q[a], model.jnt_range[2 * j], model.jnt_range[2 * j + 1]);
+    }
+    q[2] = height(rng) - lowest_gap(model, q);
+    for (int k = 0; k < 3; ++k) v[k] = 3 * u(rng);
+    for (int k = 3; k < 6; ++k) v[k] = 10 * u(rng);
+    for (int k = 6; k < model.nv; ++k) v[k] = joint_rate * u(rng);
+  }
+  return t;
+}
+
+SimulatorOptions batch_options(ContactMode mode, int n_env, const ContactOptions& solver, int decimation = 0) {
+  SimulatorOptions o;
+  o.n_env = n_env;
+  o.dtype = DType::Float64;
+  o.decimation = decimation;
+  o.contact = solver;
+  o.contact.mode = mode;
+  return o;
+}
+
+// Per-step energy balance of a batch of throws.
+struct EnergyRun {
+  double max_increase = -1e300;  // max over steps and envs of E_{k+1} − E_k [J]
+  double max_excess = -1e300;    // ... of E_{k+1} − E_k − max(0, E^none_{k+1} − E_k) [J]
+  int worst_env = -1, worst_step = -1;  // of max_excess
+  double worst_free = 0;                // E^none_{k+1} - E_k at that step
+  double max_free_increase = 0;  // largest E^none_{k+1} − E_k (the integrator's own step error)
+  double max_net = -1e300;       // max over envs of E_final − E_0 [J]
+  double max_energy = 0;         // largest |E| seen (scale)
+  int touched = 0;               // envs that had a contact active at some step
+  int frozen = 0;                // envs frozen by a non-zero status at the end
+  bool twin_identical = true;    // the twin simulator (if any) gave bitwise-equal states
+};
+
+double total_energy(const Model& model, const std::vector<double>& q, const std::vector<double>& v, int e) {
+  const double* qe = q.data() + static_cast<size_t>(e) * model.nq;
+  return kinetic_energy(model, qe, v.data() + static_cast<size_t>(e) * model.nv) + potential_energy(model, qe);
+}
+
+// Runs `steps` steps (decimation 1: every physics step is checked) of `throws` in `mode` and
+// measures E = kinetic + potential after every step. Each step is also taken from the same
+// state with contact None: E^none_{k+1} − E_k is the integrator's own error on that step (for
+// the passive quadruped it is O(h) and large, tens of J at 50 rad/s leg rates; contact cannot
+// be blamed for it). `setup` configures each simulator (parameters); `twin`, if not None, is a
+// second contact mode stepped in lockstep whose states must be bitwise equal.
+template <class Setup>
+EnergyRun energy_run(const Model& model, ContactMode mode, const Throws& throws, int steps, Setup setup,
+                     const ContactOptions& solver, ContactMode twin = ContactMode::None) {
+  const int n = static_cast<int>(throws.q.size() / model.nq);
+  Simulator sim(model, batch_options(mode, n, solver, 1)), free(model, batch_options(ContactMode::None, n, solver, 1));
+  setup(sim);
+  setup(free);
+  sim.set_state(throws.q.data(), throws.v.data(), n);
+  std::unique_ptr<Simulator> sim2;
+  if (twin != ContactMode::None) {
+    sim2 = std::make_unique<Simulator>(model, batch_options(twin, n, solver, 1));
+    setup(*sim2);
+    sim2->set_state(throws.q.data(), throws.v.data(), n);
+  }
+  std::vector<double> q = throws.q, v = throws.v, qf(q.size()), vf(v.size()), q2(q.size()), v2(v.size());
+  std::vector<double> E0(n), E(n);
+  for (int e = 0; e < n; ++e) E0[e] = E[e] = total_energy(model, q, v, e);
+  EnergyRun r;
+  std::vector<char> touched(n, 0);
+  std::vector<int32_t> status(n);
+  for (int s = 0; s < steps; ++s) {
+    free.reset_all();
+    free.set_state(q.data(), v.data(), n);
+    free.step(1);
+    free.get_state(qf.data(), vf.data(), n);
+    sim.step(1);
+    sim.get_state(q.data(), v.data(), n);
+    sim.get_status(status.data(), n);
+    if (sim2) {
+      sim2->step(1);
+      sim2->get_state(q2.data(), v2.data(), n);
+      if (std::memcmp(q.data(), q2.data(), sizeof(double) * q.size()) != 0 ||
+          std::memcmp(v.data(), v2.data(), sizeof(double) * v.size()) != 0)
+        r.twin_identical = false;
+    }
+    const int32_t* active = static_cast<const int32_t*>(sim.contact_active().data);
+    for (int e = 0; e < n; ++e) {
+      if (status[e] != 0) continue;  // frozen: the state did not change
+      const double En = total_energy(model, q, v, e), free_step = total_energy(model, qf, vf, e) - E[e];
+      const double drift = std::max(0.0, free_step);
+      r.max_increase = std::max(r.max_increase, En - E[e]);
+      r.max_free_increase = std::max(r.max_free_increase, drift);
+      if (En - E[e] - drift > r.max_excess) {
+        r.max_excess = En - E[e] - drift;
+        r.worst_env = e;
+        r.worst_step = s;
+        r.worst_free = free_step;
+      }
+      r.max_energy = std::max(r.max_energy, std::abs(En));
+      E[e] = En;
+      for (int k = 0; k < model.ncon && mode != ContactMode::None; ++k)
+        if (active[static_cast<size_t>(k) * n + e]) touched[e] = 1;
+    }
+  }
+  for (int e = 0; e < n; ++e) {
+    r.max_net = std::max(r.max_net, E[e] - E0[e]);
+    r.touched += touched[e];
+    r.frozen += status[e] != 0;
+  }
+  return r;
+}
+
+void print_energy(const char* what, const EnergyRun& r, double tolerance) {
+  std::printf("[ energy ] %-16s max E_{k+1} − E_k %+.3e J; beyond the step's own free-flight error %+.3e J "
+              "(env %d, step %d, its free-flight step %+.3e J; tolerance %.3e J); largest free-flight step error %.3e J; max E_T − E_0 %+.3e J; "
+              "|E| ≤ %.3g J; touched %d, frozen %d\n",
+              what, r.max_increase, r.max_excess, r.worst_env, r.worst_step, r.worst_free, tolerance, r.max_free_increase, r.max_net,
+              r.max_energy, r.touched, r.frozen);
+}
+
+// The tolerance. Over one physics step of the midpoint scheme the contact impulse P (applied at
+// q_M, giving Δv = H⁻¹JᵀP) changes the energy by
+//     ΔE_c = Pᵀγ − ½ PᵀGP + (h/2) a_gᵀP,      a_g = J H⁻¹ ∂U/∂q,
+// where the last term is the potential energy of the half step q_M → q_{k+1} taken with the
+// post-impulse velocity (exact for a single body, first order in h for a chain). Pᵀγ ≤ 0 for
+// the hard solve (complementarity with the speculative bias, maximal dissipation) and for the
+// smooth one (which adds −Σ w_i(1 − w_i) P_iᵀG_iiP_i ≤ 0), so
+//     ΔE_c ≤ max_P (−½ PᵀGP + (h/2) a_gᵀP) = (h²/8) a_gᵀG⁻¹a_g ≤ (h²/8) ∂Uᵀ H⁻¹ ∂U = M (g h)²/8
+// for a free-floating system of mass M (the centre of mass's inverse effective mass is 1/M).
+// A contact that starts a step separating and ends it loaded (a body rocking over an edge)
+// gains up to that much; a resting or landing contact gains nothing. It is an O(h²) property
+// of the time discretisation, not energy made by the contact model, and it does not
+// accumulate (the final energy never exceeds the initial one). The free-flight drift alone
+// (1.6e-13 J per step for the cube) is eight orders below it. Tolerance per physics step:
+// M (g h)²/8 on top of the step's own free-flight error, plus the solver's stopping slack
+// (tolerance [m/s] · M · 1 m/s).
+//
+// Solver settings: at the default (1e-6 m/s, 500 sweeps) the hard solve hits its cap on most of
+// these cube throws and passive ANYmal throws, which freezes the environment (see
+// Solver.DISABLED_HardConvergesOn* below). To keep the check covering the contact phases it
+// runs with a looser stop and more sweeps; the slack term accounts for it.
+constexpr double kEnergySolverTolerance = 1e-4;
+constexpr int kEnergySolverIterations = 2000;
+
+double energy_tolerance(const Model& model) {
+  const double M = model.total_mass(), gh = 9.81 * model.timestep;
+  return M * gh * gh / 8 + kEnergySolverTolerance * M * 1.0;
+}
+
+ContactOptions energy_solver() {
+  ContactOptions solver;
+  solver.tolerance = kEnergySolverTolerance;
+  solver.max_iterations = kEnergySolverIterations;
+  return solver;
+}
+
+struct EnergyRuns {
+  EnergyRun free, hard, smooth;
+  double tolerance;
+};
+
+// The throws with contact None, hard (with hard_smooth_grad in lockstep: bitwise equal) and
+// smooth at the model's step divided by `refine`. Checks what holds at any step size: enough
+// throws reach the ground, hard_smooth_grad = hard, and no throw ends with more energy than it
+// started with, beyond the integrator's own drift (the same throws in free flight; 0 for the cube).
+EnergyRuns energy_runs(const Model& model_in, const Throws& throws, double seconds, int refine, int min_touched,
+                       const std::function<void(Simulator&)>& setup, const std::string& what) {
+  Model model = model_in;
+  model.timestep /= refine;
+  const int steps = static_cast<int>(std::lround(seconds / model.timestep));
+  EnergyRuns r;
+  r.tolerance = energy_tolerance(model);
+  const std::string at = what + " h/" + std::to_string(refine);
+  r.free = energy_run(model, ContactMode::None, throws, steps, setup, energy_solver());
+  print_energy((at + ", none").c_str(), r.free, r.tolerance);
+  r.hard = energy_run(model, ContactMode::Hard, throws, steps, setup, energy_solver(), ContactMode::HardSmoothGrad);
+  print_energy((at + ", hard").c_str(), r.hard, r.tolerance);
+  r.smooth = energy_run(model, ContactMode::Smooth, throws, steps, setup, energy_solver());
+  print_energy((at + ", smooth").c_str(), r.smooth, r.tolerance);
+  EXPECT_TRUE(r.hard.twin_identical) << at << ": hard_smooth_grad's states differ from hard's";
+  for (const auto& [name, run] : {std::pair<const char*, const EnergyRun&>{"hard", r.hard}, {"smooth", r.smooth}}) {
+    EXPECT_GE(run.touched, min_touched) << at << ", " << name << ": too few throws reached the ground";
+    EXPECT_LE(run.max_net, std::max(r.free.max_net, 0.0) + 1e-12 * run.max_energy)
+        << at << ", " << name << ": an env ended with more energy than it started with";
+  }
+  return r;
+}
+
+// The cube, 1000 random drops and throws for 2 s, float64, one Simulator per mode. Its free
+// flight is exact (linear potential, isotropic inertia), so the bound above applies as is.
+// Measured (seed 7): worst step gain 3.4e-5 J hard, 9.9e-5 J smooth, bound 1.11e-4 J
+// (+ 3.7e-5 J solver slack); free flight 1.6e-13 J.
+TEST(Energy, ContactNeverAddsEnergyCubeThousandThrows) {
+  const Model model = load_model(asset("cube.json"));
+  const EnergyRuns r = energy_runs(model, random_throws(model, 1000, 7), 2.0, 1, 950, [](Simulator&) {}, "cube");
+  for (const auto& [name, run] : {std::pair<const char*, const EnergyRun&>{"hard", r.hard}, {"smooth", r.smooth}})
+    EXPECT_LE(run.max_excess, r.tolerance) << "cube, " << name << ": env " << run.worst_env
+                                           << " gained energy at step " << run.worst_step;
+}
+
+// ANYmal C with kp = kd = 0 (passive legs), 100 throws for 2 s. Angular rates ±3 rad/s (not
+// ±10): with ±10 rad/s the passive robot's free flight is itself unstable (energy × 1e5 and
+// non-finite states within 2 s with contact None — the explicit velocity-product terms of the
+// step, not contact). For a chain the (h/2) a_gᵀP term and the O(h) velocity-product error
+// cross with the impulse, so a contact step can gain more than M (g h)²/8 beyond the same
+// step in free flight: measured up to 0.83 J (hard) and 1.7 J (smooth) at h = 5 ms, with legs
+// whipping at > 50 rad/s. It is a discretisation effect: re-stepping those states at h/2,
+// h/4, h/8, h/16 gives +0.15, −0.31, −0.54, −0.65 J (hard) — the contact dissipates in the
+// limit. The test asserts that convergence: the worst gain at h/4 is at most a quarter of the
+// worst gain at h (first order; measured 1/12 hard, 1/34 smooth).
+TEST(Energy, ContactNeverAddsEnergyPassiveAnymalThrows) {
+  const Model model = load_model(asset("anymal_c.json"));
+  Throws throws = random_throws(model, 100, 11);
+  for (size_t e = 0; e < throws.v.size() / model.nv; ++e)
+    for (int k = 3; k < 6; ++k) throws.v[e * model.nv + k] *= 0.3;
+  const std::vector<double> zero(model.nu, 0.0);
+  auto passive = [&](Simulator& sim) {
+    sim.set_param("kp", zero.data(), 1, model.nu);
+    sim.set_param("kd", zero.data(), 1, model.nu);
+  };
+  const EnergyRuns coarse = energy_runs(model, throws, 2.0, 1, 50, passive, "anymal");
+  const EnergyRuns fine = energy_runs(model, throws, 2.0, 4, 50, passive, "anymal");
+  ASSERT_EQ(coarse.free.frozen, 0) << "free flight went non-finite";
+  EXPECT_LE(fine.hard.max_excess, std::max(coarse.hard.max_excess / 4, fine.tolerance)) << "hard";
+  EXPECT_LE(fine.smooth.max_excess, std::max(coarse.smooth.max_excess / 4, fine.tolerance)) << "smooth";
+  // and it stays a small fraction of the energy at the model's step
+  EXPECT_LE(coarse.hard.max_excess, 5e-3 * coarse.hard.max_energy);
+  EXPECT_LE(coarse.smooth.max_excess, 5e-3 * coarse.smooth.max_energy);
+}
+
+// ---------------------------------------------------------------------------------------
+// Status flags and contact information.
+// ---------------------------------------------------------------------------------------
+
+// A NaN in q of one environment flags that environment with kStatusNanState, leaves its state
+// as it was, and does not change what the others compute (bitwise equal to a batch without it).
+TEST(Status, NanStateFlagsOnlyThatEnvironmentInEveryContactMode) {
+  const Model model = load_model(asset("cube.json"));
+  const Throws throws = random_throws(model, 3, 5);
+  for (ContactMode mode : {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
+                           ContactMode::HardSmoothGrad}) {
+    SimulatorOptions o = batch_options(mode, 3, energy_solver());  // (the default stop freezes throws: see below)
+    Simulator clean(model, o), dirty(model, o);
+    std::vector<double> q = throws.q, v = throws.v;
+    clean.set_state(q.data(), v.data(), 3);
+    q[1 * model.nq + 2] = std::nan("");
+    dirty.set_state(q.data(), v.data(), 3);
+    clean.step(100);
+    dirty.step(100);
+    std::vector<int32_t> status(3), clean_status(3);
+    dirty.get_status(status.data(), 3);
+    clean.get_status(clean_status.data(), 3);
+    EXPECT_EQ(status[1], kStatusNanState) << contact_mode_name(mode);
+    EXPECT_EQ(status[0], clean_status[0]) << contact_mode_name(mode);
+    EXPECT_EQ(status[2], clean_status[2]) << contact_mode_name(mode);
+    std::vector<double> qc(q.size()), vc(v.size()), qd(q.size()), vd(v.size());
+    clean.get_state(qc.data(), vc.data(), 3);
+    dirty.get_state(qd.data(), vd.data(), 3);
+    for (int e : {0, 2}) {
+      EXPECT_EQ(0, std::memcmp(qc.data() + e * model.nq, qd.data() + e * model.nq, sizeof(double) * model.nq))
+          << contact_mode_name(mode) << " env " << e;
+      EXPECT_EQ(0, std::memcmp(vc.data() + e * model.nv, vd.data() + e * model.nv, sizeof(double) * model.nv))
+          << contact_mode_name(mode) << " env " << e;
+    }
+    EXPECT_TRUE(std::isnan(qd[1 * model.nq + 2])) << contact_mode_name(mode);
+    for (int k = 0; k < model.nq; ++k)
+      if (k != 2) EXPECT_EQ(qd[1 * model.nq + k], throws.q[1 * model.nq + k]) << contact_mode_name(mode) << " q" << k;
+    // reset clears the flag
+    const int32_t id = 1;
+    dirty.reset(&id, 1);
+    dirty.step(1);
+    dirty.get_status(status.data(), 3);
+    EXPECT_EQ(status[1], 0) << contact_mode_name(mode);
+  }
+}
+
+// The cube resting flat at z = 0.05 (float64, hard): the 4 bottom corners active, their normal
+// impulses summing to m g h, the 4 top corners inactive with gap 0.1 m and no impulse. The
+// solver's stop is tightened to 1e-12 m/s so that the sum is checked to 1e-6 relative (at the
+// default 1e-6 m/s the sum is only good to ~1e-6/(g h) = 2e-5).
+TEST(ContactInfo, CubeRestingFlatHasFourLoadedBottomCornersAndFourFreeTopCorners) {
+  const Model model = load_model(asset("cube.json"));
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::HardSmoothGrad}) {
+    ContactOptions solver;
+    solver.tolerance = 1e-12;
+    solver.max_iterations = 10000;
+    Simulator sim(model, batch_options(mode, 1, solver));
+    std::vector<double> q = model.qpos0, v(model.nv, 0.0);
+    q[0] = q[1] = 0;
+    q[2] = 0.05;
+    q[3] = 1;
+    q[4] = q[5] = q[6] = 0;
+    sim.set_state(q.data(), v.data(), 1);
+    for (int s = 0; s < 20; ++s) {
+      sim.step(1);
+      int32_t status;
+      sim.get_status(&status, 1);
+      ASSERT_EQ(status, 0) << contact_mode_name(mode) << " step " << s;
+      const double* gap = static_cast<const double*>(sim.contact_gap().data);
+      const double* impulse = static_cast<const double*>(sim.contact_impulse().data);
+      const int32_t* active = static_cast<const int32_t*>(sim.contact_active().data);
+      ASSERT_EQ(model.ncon, 8);
+      double sum = 0;
+      int bottom = 0;
+      for (int k = 0; k < model.ncon; ++k) {
+        const bool is_bottom = model.con_pos[3 * k + 2] < 0;
+        const std::string what = std::string(contact_mode_name(mode)) + " step " + std::to_string(s) + " corner " +
+                                 std::to_string(k) + (is_bottom ? " (bottom)" : " (top)");
+        if (is_bottom) {
+          ++bottom;
+          EXPECT_EQ(active[k], 1) << what;
+          EXPECT_NEAR(gap[k], 0.0, 1e-9) << what;
+          EXPECT_GT(impulse[k], 0.0) << what;
+          sum += impulse[k];
+        } else {
+          EXPECT_EQ(active[k], 0) << what;
+          EXPECT_NEAR(gap[k], 0.1, 1e-9) << what;
+          EXPECT_EQ(impulse[k], 0.0) << what;
+        }
+      }
+      EXPECT_EQ(bottom, 4);
+      const double mgh = model.total_mass() * 9.81 * model.timestep;
+      EXPECT_NEAR(sum, mgh, 1e-6 * mgh) << contact_mode_name(mode) << " step " << s;
+    }
+    sim.get_state(q.data(), v.data(), 1);
+    EXPECT_NEAR(q[2], 0.05, 1e-9);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Known bugs (failing; run with --gtest_also_run_disabled_tests). Found while writing the
+// energy tests; kernels/contact.h is not this file's to fix.
+// ---------------------------------------------------------------------------------------
+
+// Bug: at the default stop (1e-6 m/s, 500 sweeps) the hard solve hits its cap on most random
+// cube throws (44 of 50 with the block solver of the working tree; 941 of 1000 with the seed's
+// diagonal PGS); the environment is frozen with kStatusSolverNotConverged. Typically a face or
+// edge landing with rotation: 4 coplanar corners active (plus speculative ones), residual
+// 1e-6 .. 1e-4 m/s after 500 sweeps; 27 of 50 still frozen at 5000 sweeps, none at 50000 —
+// very slow convergence on redundant coplanar contacts with friction.
+TEST(Solver, DISABLED_HardConvergesOnTumblingCubeLandings) {
+  const Model model = load_model(asset("cube.json"));
+  const Throws throws = random_throws(model, 100, 7);
+  Simulator sim(model, batch_options(ContactMode::Hard, 100, ContactOptions()));
+  sim.set_state(throws.q.data(), throws.v.data(), 100);
+  sim.step(400);
+  std::vector<int32_t> status(100);
+  sim.get_status(status.data(), 100);
+  EXPECT_EQ(std::count(status.begin(), status.end(), 0), 100) << "environments frozen by the solver cap";
+}
+
+// Bug: the same for ANYmal C with kp = kd = 0 thrown (the energy test's throws, 50 of them):
+// 39 of 50 frozen at the default 500 sweeps, 4 of 50 at 5000, 2 s of control steps.
+TEST(Solver, DISABLED_HardConvergesOnPassiveAnymalThrows) {
+  const Model model = load_model(asset("anymal_c.json"));
+  Throws throws = random_throws(model, 50, 11);
+  for (size_t e = 0; e < throws.v.size() / model.nv; ++e)
+    for (int k = 3; k < 6; ++k) throws.v[e * model.nv + k] *= 0.3;
+  Simulator sim(model, batch_options(ContactMode::Hard, 50, ContactOptions()));
+  const std::vector<double> zero(model.nu, 0.0);
+  sim.set_param("kp", zero.data(), 1, model.nu);
+  sim.set_param("kd", zero.data(), 1, model.nu);
+  sim.set_state(throws.q.data(), throws.v.data(), 50);
+  sim.step(100);
+  std::vector<int32_t> status(50);
+  sim.get_status(status.data(), 50);
+  EXPECT_EQ(std::count(status.begin(), status.end(), 0), 50) << "environments frozen by the solver cap";
+}
+
+// Bug: with contact mode None the contact views are never written: contact_impulse /
+// contact_active / contact_gap hold uninitialised memory (seen: 3.2e6, 6e231, ±80 — a freed
+// "kp" buffer). They should read 0 (or the gaps).
+TEST(ContactInfo, NoneModeContactViewsAreZero) {
+  const Model model = load_model(asset("anymal_c.json"));
+  Simulator sim(model, batch_options(ContactMode::None, 4, ContactOptions()));
+  sim.step(1);
+  const double* impulse = static_cast<const double*>(sim.contact_impulse().data);
+  const int32_t* active = static_cast<const int32_t*>(sim.contact_active().data);
+  for (int i = 0; i < 4 * model.ncon; ++i) {
+    EXPECT_EQ(impulse[i], 0.0) << i;
+    EXPECT_EQ(active[i], 0) << i;
+  }
 }
 
 }  // namespace

@@ -38,8 +38,15 @@ struct Problem {
   Model model;
   Simulator sim;
   Batch in, w;  // inputs and the loss weights on (q_out, v_out)
-  Problem(const std::string& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50)
-      : model(load_model(asset(robot))), sim(model, options(n_env, mode)), in(model, n_env), w(model, n_env) {
+  // gravity_x tilts gravity (a box on the ground then slides).
+  Problem(const std::string& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50,
+          double gravity_x = 0)
+      : Problem(load_model(asset(robot)), n_env, mode, seed, lift, gravity_x) {}
+  Problem(const Model& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50, double gravity_x = 0)
+      : model(with_gravity_x(robot, gravity_x)),
+        sim(model, options(n_env, mode)),
+        in(model, n_env),
+        w(model, n_env) {
     std::mt19937 rng(seed);
     std::normal_distribution<double> normal(0, 1);
     Vec q(model.nq), v(model.nv);
@@ -54,12 +61,18 @@ struct Problem {
     for (double& x : w.q) x = normal(rng);
     for (double& x : w.v) x = normal(rng);
   }
+  static Model with_gravity_x(Model m, double gx) {
+    m.gravity[0] = gx;
+    return m;
+  }
   static SimulatorOptions options(int n_env, ContactMode mode) {
     SimulatorOptions o;
     o.n_env = n_env;
     o.dtype = DType::Float64;
     o.n_threads = 1;
     o.contact.mode = mode;
+    o.contact.tolerance = 1e-13;  // finite differences need the solve converged far below ε
+    o.contact.max_iterations = 20000;
     return o;
   }
   // L = ⟨w_q, q_out⟩ + ⟨w_v, v_out⟩ of one control step
@@ -298,6 +311,130 @@ TEST(StepGradient, NoNonFiniteGradientsOverManyRandomSteps) {
     for (double x : g.v) ASSERT_TRUE(std::isfinite(x));
     for (double x : g.u) ASSERT_TRUE(std::isfinite(x));
   }
+}
+
+}  // namespace
+}  // namespace moreau
+
+namespace moreau {
+namespace {
+
+// A cube resting on the ground (corner contacts), optionally with tilted gravity so it
+// slides, and a small velocity; random weights on the output state.
+void expect_contact_gradient_matches_fd(ContactMode mode, double slide_accel, unsigned seed, double tol) {
+  Problem P("cube.json", 1, mode, seed, 0.0, slide_accel);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  P.in.q = {0.1, -0.2, 0.05 - 1e-4, 1, 0, 0, 0};  // resting flat, slightly pressed in
+  const double q3[4] = {1, 0.02 * u(rng), 0.02 * u(rng), 0};
+  const double nrm = std::sqrt(q3[0] * q3[0] + q3[1] * q3[1] + q3[2] * q3[2]);
+  for (int k = 0; k < 3; ++k) P.in.q[3 + k] = q3[k] / nrm;
+  P.in.q[6] = 0;
+  for (int k = 0; k < 6; ++k) P.in.v[k] = 0.05 * u(rng);
+  expect_matches_fd(P, tol);
+}
+
+// A ball (one contact point, off its centre of mass) touching the ground: a well-posed
+// single contact, sticking or (with tilted gravity) sliding.
+Model ball_model() {
+  RobotSpec spec;
+  spec.name = "ball";
+  BodySpec b;
+  b.name = "ball";
+  b.joint.type = JointType::Free;
+  b.mass = 2;
+  b.com = {0.01, -0.02, 0.015};
+  b.inertia = {0.02, 0.025, 0.03, 0.001, 0, -0.002};
+  ContactSpec c;
+  c.radius = 0.1;
+  b.contacts.push_back(c);
+  spec.bodies.push_back(b);
+  return compile(spec);
+}
+
+void expect_ball_gradient_matches_fd(ContactMode mode, double gravity_x, unsigned seed) {
+  Problem P(ball_model(), 1, mode, seed, 0.0, gravity_x);
+  P.in.q = {0.3, -0.1, 0.1 - 2e-4, 0.98, 0.1, -0.15, 0.05};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int k = 0; k < 6; ++k) P.in.v[k] = 0.1 * u(rng);
+  P.in.v[2] = -0.05;
+  expect_matches_fd(P, 1e-5);
+}
+
+TEST(ContactGradient, BallSingleContactMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    expect_ball_gradient_matches_fd(mode, 0.0, 31);
+    expect_ball_gradient_matches_fd(mode, 9.0, 32);
+  }
+}
+
+TEST(ContactGradient, HardStickingCubeMatchesFiniteDifferences) {
+  expect_contact_gradient_matches_fd(ContactMode::Hard, 0.0, 21, 1e-5);
+}
+
+TEST(ContactGradient, HardSlidingCubeMatchesFiniteDifferences) {
+  expect_contact_gradient_matches_fd(ContactMode::Hard, 8.0, 22, 1e-5);
+}
+
+TEST(ContactGradient, SmoothCubeMatchesFiniteDifferences) {
+  expect_contact_gradient_matches_fd(ContactMode::Smooth, 0.0, 23, 1e-5);
+  expect_contact_gradient_matches_fd(ContactMode::Smooth, 8.0, 24, 1e-5);
+}
+
+}  // namespace
+}  // namespace moreau
+
+namespace moreau {
+namespace {
+
+// ANYmal C standing on its four feet (settled under PD on hard contact), then one control step
+// differentiated in each mode with a solve converged far below ε.
+TEST(ContactGradient, StandingQuadrupedMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 41, 0.0);
+    P.sim.step(100);  // settle from the default pose
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    std::vector<int32_t> status(1);
+    P.sim.get_status(status.data(), 1);
+    ASSERT_EQ(status[0], 0);
+    const int32_t* active = static_cast<const int32_t*>(P.sim.contact_active().data);
+    for (int k = 0; k < P.model.ncon; ++k) ASSERT_EQ(active[k], 1) << "foot " << k << " not on the ground";
+    // Hard contact settles with the feet exactly at the speculative switch (gap 0 at the
+    // midpoint, where c_n += max(g, 0)/h has a kink): press the base 1 mm in to test away from it.
+    P.in.q[2] -= 1e-3;
+    expect_matches_fd(P, 1e-5);
+  }
+}
+
+// Hard forward, smooth backward: the state is exactly the hard model's, the gradient the smooth
+// model's; where no contact is near both equal the contact-free gradient.
+TEST(ContactGradient, HardSmoothGradForwardIsHardAndGradientIsFinite) {
+  Problem hard("cube.json", 1, ContactMode::Hard, 51, 0.0);
+  Problem hsg("cube.json", 1, ContactMode::HardSmoothGrad, 51, 0.0);
+  hard.in.q = hsg.in.q = {0.1, -0.2, 0.05 - 1e-4, 1, 0, 0, 0};
+  hard.in.v = hsg.in.v = {0.1, 0.05, -0.2, 0.3, -0.2, 0.1};
+  Batch a(hard.model, 1), b(hsg.model, 1);
+  std::vector<int32_t> status(1);
+  hard.sim.step_pure(hard.in.q.data(), hard.in.v.data(), hard.in.u.data(), a.q.data(), a.v.data(), status.data());
+  hsg.sim.step_pure(hsg.in.q.data(), hsg.in.v.data(), hsg.in.u.data(), b.q.data(), b.v.data(), status.data());
+  EXPECT_EQ(std::memcmp(a.q.data(), b.q.data(), sizeof(double) * a.q.size()), 0);
+  EXPECT_EQ(std::memcmp(a.v.data(), b.v.data(), sizeof(double) * a.v.size()), 0);
+  const Batch gh = hard.gradient(), gs = hsg.gradient();
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < gs.v.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(gs.v[i]));
+    diff += std::abs(gs.v[i] - gh.v[i]);
+    norm += std::abs(gs.v[i]);
+  }
+  EXPECT_GT(norm, 0);
+  EXPECT_GT(diff, 1e-6) << "the smooth gradient should differ from the hard one in contact";
+  // airborne: identical to the contact-free gradient
+  Problem high("cube.json", 1, ContactMode::HardSmoothGrad, 52, 5.0), free("cube.json", 1, ContactMode::None, 52, 5.0);
+  const Batch g1 = high.gradient(), g0 = free.gradient();
+  EXPECT_EQ(std::memcmp(g1.v.data(), g0.v.data(), sizeof(double) * g0.v.size()), 0);
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ class Simulator {
   // Per-environment parameters: a (len x width) array with len 1 or n_env; environment e
   // reads row e % len. Names and defaults: "kp", "kd" (width nu; the model's gains),
   // "added_base_mass" (0 kg), "friction" (μ = 1), "contact_kn" (1e4 N/m), "contact_kd"
-  // (−1: from contact_zeta), "contact_zeta" (1), "smooth_k" (300 1/m), "smooth_gmax" (0.01 m).
+  // (−1: from contact_zeta), "contact_zeta" (1), "smooth_k" (300 1/m), "smooth_gmax" (0.02 m).
   View param(const std::string& name);
   void set_param(const std::string& name, const double* values, int len, int width);
   std::vector<std::string> param_names() const;
@@ -127,7 +127,8 @@ class Simulator {
 
   // Where an adjoint writes: ∂L/∂q_in (n_env x nq), ∂L/∂v_in (n_env x nv), ∂L/∂action
   // (n_env x nu), and per-environment parameter gradients ∂L/∂kp, ∂L/∂kd (n_env x nu),
-  // ∂L/∂added_base_mass (n_env x 1), each of which may be null.
+  // ∂L/∂added_base_mass, ∂L/∂friction, ∂L/∂contact_kn, ∂L/∂smooth_k (n_env x 1), each of
+  // which may be null.
   struct Gradients {
     void* q = nullptr;
     void* v = nullptr;
@@ -135,6 +136,9 @@ class Simulator {
     void* kp = nullptr;
     void* kd = nullptr;
     void* added_base_mass = nullptr;
+    void* friction = nullptr;
+    void* contact_kn = nullptr;
+    void* smooth_k = nullptr;
   };
   // Adjoint of step_pure at the same inputs, given ∂L/∂q_out and ∂L/∂v_out. Outputs are
   // overwritten, or added to when `accumulate`.
