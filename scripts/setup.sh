@@ -13,3 +13,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# Python packages of the Pinocchio cross-check (tests/python): skipped when already importable.
+if ! python3 -c "import pinocchio, numpy, pytest" 2>/dev/null; then
+  # (a Debian system Python refuses plain pip installs, PEP 668: then the second form)
+  python3 -m pip install --quiet pin numpy pytest 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages pin numpy pytest
+fi
