@@ -1,16 +1,23 @@
 // moreau-bench-forward: forward throughput in environment-steps/s against the number of
-// environments (CPU float32 and float64, CUDA float32 when present). On the CPU it also times
-// MuJoCo's mj_step on the same model, interleaved with moreau's single-thread float32 runs,
-// and prints the step-time ratio. Prints a table, then one line "JSON {...}".
+// environments (CPU float32 and float64, CUDA float32 when present), for each contact mode
+// asked for. On the CPU it also times MuJoCo's mj_step on the equivalent model, interleaved
+// with moreau's single-thread float32 runs, and prints the step-time ratio. Prints a table,
+// then one line "JSON {...}".
 //
 //   moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]
 //                        [--trials N] [--device cpu|cuda|all] [--json-out FILE]
+//                        [--contact none|hard|soft|smooth|hard_smooth_grad|all]
 //
 // One environment-step is one PHYSICS step of one environment (a control step is
-// `decimation` of them). Each figure is the median of --trials timed runs of about --seconds,
-// after one warm-up run. Contact is off in both simulators (moreau ContactMode::None, MuJoCo
-// without constraints): the targets are for the contact-free step. So the robot falls freely,
-// and every 2 s of simulated time its state is reset, untimed, in moreau and MuJoCo alike.
+// `decimation` of them; soft contact's automatic substeps are inside it). Each figure is the
+// median of --trials timed runs of about --seconds, after one warm-up run.
+// --contact none (the default): contact off in both simulators (moreau ContactMode::None,
+// MuJoCo without constraints); the robot falls freely.
+// --contact MODE: moreau's MODE against MuJoCo with its contact spheres colliding with a ground
+// plane (condim 3, μ = 1, elliptic cone, no joint limits); both robots stand on their feet,
+// held at the default pose by the PD servos, from a state settled for 1 s (untimed).
+// Every 2 s of simulated time the state is reset, untimed, in moreau and MuJoCo alike (to the
+// default state, or to the settled standing state with contact).
 // Exit status: 0; 1 when a measured target fails or an environment froze (non-zero status);
 // 2 on bad arguments or an error.
 #include <algorithm>
@@ -40,11 +47,21 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 constexpr double kResetSimSeconds = 2.0;  // simulated time between resets
+constexpr double kSettleSimSeconds = 1.0; // with contact: standing still before timing
 constexpr int kCudaBlock = 128;           // threads per block, one env per thread (cuda/cuda_backend.cu)
 constexpr int kRatioEnvs = 256;           // the main single-thread figure: per-env time at 256 envs
-constexpr double kCpuTargetRatio = 0.5;   // moreau float32 1-thread step time / mj_step time
-constexpr double kGpuTargetRate = 50e6;   // env-steps/s ...
-constexpr int kGpuTargetEnvs = 16384;     // ... at >= this many environments
+constexpr double kCpuTargetRatio = 0.5;   // moreau float32 1-thread step time / mj_step time (none, hard)
+constexpr int kGpuTargetEnvs = 16384;     // GPU targets at >= this many environments:
+constexpr double kGpuTargetRateNone = 50e6;  // env-steps/s without contact
+constexpr double kGpuTargetRateHard = 30e6;  // env-steps/s with hard contact
+
+using moreau::ContactMode;
+
+// The targets a mode has (0: none; the figures are reported all the same).
+double gpu_target_rate(ContactMode mode) {
+  return mode == ContactMode::None ? kGpuTargetRateNone : mode == ContactMode::Hard ? kGpuTargetRateHard : 0;
+}
+bool has_cpu_target(ContactMode mode) { return mode == ContactMode::None || mode == ContactMode::Hard; }
 
 struct Options {
   std::string robot = std::string(MOREAU_ASSETS_DIR) + "/robots/anymal_c.json";
@@ -54,15 +71,19 @@ struct Options {
   int trials = 5;
   bool cpu = true, cuda = true;
   std::string json_out;
+  std::vector<ContactMode> contact = {ContactMode::None};
 };
 
 void usage() {
   std::puts(
       "usage: moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]\n"
       "                            [--trials N] [--device cpu|cuda|all] [--json-out FILE]\n"
+      "                            [--contact none|hard|soft|smooth|hard_smooth_grad|all]\n"
       "  --envs     default: CPU 1,16,256,4096; CUDA 1024,4096,16384,65536\n"
       "  --threads  CPU threads for the table rows (default all); the MuJoCo comparison uses 1\n"
-      "  --seconds  length of one timed run (default 0.5); --trials runs per figure (default 5)");
+      "  --seconds  length of one timed run (default 0.5); --trials runs per figure (default 5)\n"
+      "  --contact  contact mode(s), comma-separated or all (default none): with contact both\n"
+      "             simulators stand the robot on a ground plane");
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -73,17 +94,55 @@ double median(std::vector<double> x) {
   return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-moreau::SimulatorOptions no_contact(moreau::SimulatorOptions opt) {
-  opt.contact.mode = moreau::ContactMode::None;
-  return opt;
+// The standing state reached from the default one after kSettleSimSeconds with the servos
+// holding the default pose (one float64 CPU environment; cached per mode). Empty without contact.
+struct Settled {
+  std::vector<double> q, v;
+};
+const Settled& settled_state(const moreau::Model& model, ContactMode mode) {
+  static std::vector<std::pair<ContactMode, Settled>> cache;
+  for (const auto& c : cache)
+    if (c.first == mode) return c.second;
+  Settled s;
+  if (mode != ContactMode::None) {
+    moreau::SimulatorOptions so;
+    so.dtype = moreau::DType::Float64;
+    so.n_threads = 1;
+    so.contact.mode = mode;
+    moreau::Simulator sim(model, so);
+    sim.step(static_cast<int>(kSettleSimSeconds / (model.timestep * model.decimation)));
+    int32_t status = 0;
+    sim.get_status(&status, 1);
+    if (status != 0)
+      throw moreau::Error(std::string("settling the robot with contact ") + moreau::contact_mode_name(mode) +
+                          ": status " + std::to_string(status));
+    s.q.resize(model.nq);
+    s.v.resize(model.nv);
+    sim.get_state(s.q.data(), s.v.data(), 1);
+  }
+  cache.emplace_back(mode, s);
+  return cache.back().second;
 }
 
-// moreau: one call = one control step of every environment.
+// moreau: one call = one control step of every environment. With contact, every reset puts
+// all environments into the settled standing state.
 class MoreauRunner {
  public:
-  MoreauRunner(const moreau::Model& model, moreau::SimulatorOptions opt) : sim_(model, no_contact(opt)) {}
+  MoreauRunner(const moreau::Model& model, const moreau::SimulatorOptions& opt)
+      : sim_(model, opt), settled_(settled_state(model, opt.contact.mode)) {
+    if (!settled_.q.empty()) {
+      const int n = opt.n_env;
+      q_.resize(static_cast<size_t>(n) * model.nq);
+      v_.resize(static_cast<size_t>(n) * model.nv);
+      for (int e = 0; e < n; ++e) {
+        std::copy(settled_.q.begin(), settled_.q.end(), q_.begin() + static_cast<size_t>(e) * model.nq);
+        std::copy(settled_.v.begin(), settled_.v.end(), v_.begin() + static_cast<size_t>(e) * model.nv);
+      }
+    }
+  }
   void reset() {
     sim_.reset_all();
+    if (!q_.empty()) sim_.set_state(q_.data(), v_.data(), sim_.n_env());
     sim_.synchronize();
   }
   void step() { sim_.step(1); }
@@ -95,9 +154,19 @@ class MoreauRunner {
     sim_.get_status(status.data(), sim_.n_env());
     return static_cast<int>(std::count_if(status.begin(), status.end(), [](int32_t s) { return s != 0; }));
   }
+  // Largest contact-solver sweep count of the last control step over the environments
+  // (CPU buffers only; -1 otherwise).
+  int max_iterations() {
+    const moreau::View it = sim_.solver_iterations();
+    if (it.device != moreau::Device::CPU || !it.data) return -1;
+    const int32_t* p = static_cast<const int32_t*>(it.data);
+    return *std::max_element(p, p + sim_.n_env());
+  }
 
  private:
   moreau::Simulator sim_;
+  const Settled& settled_;
+  std::vector<double> q_, v_;
 };
 
 mjModel* load_mjcf(const std::string& text) {
@@ -114,32 +183,72 @@ mjModel* load_mjcf(const std::string& text) {
   return m;
 }
 
+// export_mjcf(model) with a ground plane (<geom type="plane" size="0 0 1"/>) first in the
+// worldbody.
+std::string with_ground_plane(std::string xml) {
+  const std::string tag = "<worldbody>";
+  const size_t at = xml.find(tag);
+  if (at == std::string::npos) throw moreau::Error("MuJoCo: no <worldbody> in the exported MJCF");
+  xml.insert(at + tag.size(), "\n    <geom name=\"moreau_bench_ground\" type=\"plane\" size=\"0 0 1\"/>");
+  return xml;
+}
+
 // MuJoCo on export_mjcf(model), one environment; one call = `decimation` mj_steps.
+// Without contact: constraints disabled. With contact: the exported (non-colliding) contact
+// spheres collide with the ground plane, condim 3, sliding friction μ = 1 (moreau's default),
+// elliptic cone, default solver (Newton) and solref/solimp; joint limits off (moreau has none);
+// the state is reset to one settled for kSettleSimSeconds (the whole mjData, warm start included).
 class MujocoRunner {
  public:
-  explicit MujocoRunner(const moreau::Model& model) : model_(model), m_(load_mjcf(moreau::export_mjcf(model))) {
-    m_->opt.disableflags |= mjDSBL_CONSTRAINT;  // our step has neither contacts nor joint limits yet
+  MujocoRunner(const moreau::Model& model, ContactMode mode)
+      : model_(model), contact_(mode != ContactMode::None) {
+    const std::string xml = moreau::export_mjcf(model);
+    m_ = load_mjcf(contact_ ? with_ground_plane(xml) : xml);
+    if (!contact_) {
+      m_->opt.disableflags |= mjDSBL_CONSTRAINT;
+    } else {
+      for (int g = 0; g < m_->ngeom; ++g) {
+        const bool foot = m_->geom_bodyid[g] != 0 && m_->geom_type[g] == mjGEOM_SPHERE;
+        const bool ground = m_->geom_bodyid[g] == 0 && m_->geom_type[g] == mjGEOM_PLANE;
+        m_->geom_contype[g] = m_->geom_conaffinity[g] = foot || ground ? 1 : 0;
+        if (foot) {
+          feet_++;
+          m_->geom_condim[g] = 3;
+          m_->geom_friction[3 * g] = 1.0;
+        }
+      }
+      m_->opt.cone = mjCONE_ELLIPTIC;
+      for (int j = 0; j < m_->njnt; ++j) m_->jnt_limited[j] = 0;
+    }
     d_ = mj_makeData(m_);
     if (!d_) {
       mj_deleteModel(m_);
       throw moreau::Error("MuJoCo: mj_makeData failed");
     }
+    if (contact_) {
+      default_state();
+      for (int s = 0; s < static_cast<int>(kSettleSimSeconds / m_->opt.timestep + 0.5); ++s) mj_step(m_, d_);
+      settled_ = mj_makeData(m_);
+      mj_copyData(settled_, m_, d_);
+    }
   }
   ~MujocoRunner() {
+    if (settled_) mj_deleteData(settled_);
     mj_deleteData(d_);
     mj_deleteModel(m_);
   }
+  int feet() const { return feet_; }
+  double base_height() const { return d_->qpos[2]; }
+  int contacts() const { return d_->ncon; }
   MujocoRunner(const MujocoRunner&) = delete;
   MujocoRunner& operator=(const MujocoRunner&) = delete;
 
-  // The state and action of Simulator::reset: default pose, zero velocity, servos holding it.
   void reset() {
-    mj_resetData(m_, d_);
-    std::copy(model_.qpos0.begin(), model_.qpos0.end(), d_->qpos);
-    for (int a = 0; a < model_.nu; ++a)
-      d_->ctrl[a] = model_.actuator_type[a] == static_cast<int>(moreau::ActuatorType::Position)
-                        ? model_.actuator_gear[a] * model_.qpos0[model_.actuator_qposadr[a]]
-                        : 0.0;
+    if (settled_) {
+      mj_copyData(d_, m_, settled_);
+    } else {
+      default_state();
+    }
   }
   void step() {
     for (int s = 0; s < model_.decimation; ++s) mj_step(m_, d_);
@@ -148,9 +257,22 @@ class MujocoRunner {
   double env_steps_per_call() const { return model_.decimation; }
 
  private:
+  // The state and action of Simulator::reset: default pose, zero velocity, servos holding it.
+  void default_state() {
+    mj_resetData(m_, d_);
+    std::copy(model_.qpos0.begin(), model_.qpos0.end(), d_->qpos);
+    for (int a = 0; a < model_.nu; ++a)
+      d_->ctrl[a] = model_.actuator_type[a] == static_cast<int>(moreau::ActuatorType::Position)
+                        ? model_.actuator_gear[a] * model_.qpos0[model_.actuator_qposadr[a]]
+                        : 0.0;
+  }
+
   const moreau::Model& model_;
-  mjModel* m_;
+  bool contact_;
+  mjModel* m_ = nullptr;
   mjData* d_ = nullptr;
+  mjData* settled_ = nullptr;
+  int feet_ = 0;
 };
 
 // One timed run of about `seconds`: blocks of at most `per_reset` control steps, each after an
@@ -175,11 +297,12 @@ double measure(Runner& r, double seconds, int per_reset) {
 }
 
 struct Row {
-  std::string device, dtype;
+  std::string contact, device, dtype;
   int threads = 0;  // CPU
   int n_env = 0;
   std::vector<double> rates;  // env-steps/s of each trial
   int frozen = 0;
+  int iterations = -1;  // contact: largest solver sweep count of the last control step (CPU)
   double rate() const { return median(rates); }
   double spread() const {  // (max − min) / median
     const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
@@ -197,9 +320,11 @@ std::vector<double> run_trials(Runner& r, const Options& o, int per_reset) {
 
 Row bench_moreau(const moreau::Model& model, const moreau::SimulatorOptions& so, const Options& o, int per_reset) {
   MoreauRunner r(model, so);
-  Row row{moreau::device_name(so.device), moreau::dtype_name(so.dtype), so.n_threads, so.n_env, {}, 0};
+  Row row{moreau::contact_mode_name(so.contact.mode), moreau::device_name(so.device), moreau::dtype_name(so.dtype),
+          so.n_threads, so.n_env, {}, 0};
   row.rates = run_trials(r, o, per_reset);
   row.frozen = r.frozen();
+  if (so.contact.mode != ContactMode::None) row.iterations = r.max_iterations();
   return row;
 }
 
@@ -207,28 +332,36 @@ Row bench_moreau(const moreau::Model& model, const moreau::SimulatorOptions& so,
 // A B A' B ... so that machine noise hits both; the MuJoCo figure pools its 2 × trials runs.
 struct Comparison {
   std::vector<double> mujoco, one_env, many_env;
+  int frozen = 0;              // moreau environments frozen at the end
+  int mj_contacts = 0;         // MuJoCo's active contacts and base height after settling
+  double mj_base_height = 0;
   // moreau per-env step time / mj_step time.
   double ratio(const std::vector<double>& ours) const { return median(mujoco) / median(ours); }
 };
 
-Comparison compare_with_mujoco(const moreau::Model& model, const Options& o, int per_reset) {
+Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, const Options& o, int per_reset) {
   moreau::SimulatorOptions so;
   so.n_threads = 1;
   so.n_env = 1;
+  so.contact.mode = mode;
   MoreauRunner one(model, so);
   so.n_env = kRatioEnvs;
   MoreauRunner many(model, so);
-  MujocoRunner mj(model);
+  MujocoRunner mj(model, mode);
+  Comparison c;
+  mj.reset();
+  c.mj_contacts = mj.contacts();
+  c.mj_base_height = mj.base_height();
   measure(one, o.seconds / 4, per_reset);  // warm-up
   measure(many, o.seconds / 4, per_reset);
   measure(mj, o.seconds / 4, per_reset);
-  Comparison c;
   for (int t = 0; t < o.trials; ++t) {
     c.one_env.push_back(measure(one, o.seconds, per_reset));
     c.mujoco.push_back(measure(mj, o.seconds, per_reset));
     c.many_env.push_back(measure(many, o.seconds, per_reset));
     c.mujoco.push_back(measure(mj, o.seconds, per_reset));
   }
+  c.frozen = one.frozen() + many.frozen();
   return c;
 }
 
@@ -268,9 +401,10 @@ std::vector<int> parse_list(const std::string& s) {
 }
 
 json row_json(const Row& r) {
-  json j = {{"device", r.device}, {"dtype", r.dtype},       {"n_env", r.n_env},
+  json j = {{"contact", r.contact}, {"device", r.device}, {"dtype", r.dtype}, {"n_env", r.n_env},
             {"env_steps_per_s", r.rate()}, {"ns_per_env_step", 1e9 / r.rate()},
             {"trials_env_steps_per_s", r.rates}, {"frozen_envs", r.frozen}};
+  if (r.iterations >= 0) j["solver_iterations_max"] = r.iterations;
   if (r.device == "cpu") {
     j["threads"] = r.threads;
   } else {
@@ -284,8 +418,10 @@ json row_json(const Row& r) {
 void print_row(const Row& r) {
   const std::string threads = r.device == "cpu" ? std::to_string(r.threads) : "-";
   const std::string note = r.frozen ? " (" + std::to_string(r.frozen) + " envs frozen!)" : "";
-  std::printf("%-5s %-8s %7s %7d %14.4g %12.1f %6.0f%%%s\n", r.device.c_str(), r.dtype.c_str(), threads.c_str(),
-              r.n_env, r.rate(), 1e9 / r.rate(), 100 * r.spread(), note.c_str());
+  const std::string its = r.iterations >= 0 ? std::to_string(r.iterations) : "-";
+  std::printf("%-16s %-5s %-8s %7s %7d %14.4g %12.1f %6.0f%% %6s%s\n", r.contact.c_str(), r.device.c_str(),
+              r.dtype.c_str(), threads.c_str(), r.n_env, r.rate(), 1e9 / r.rate(), 100 * r.spread(), its.c_str(),
+              note.c_str());
 }
 
 }  // namespace
@@ -316,6 +452,17 @@ int main(int argc, char** argv) {
         o.cuda = d != "cpu";
       } else if (a == "--json-out" && has_value) {
         o.json_out = argv[++i];
+      } else if (a == "--contact" && has_value) {
+        const std::string list = argv[++i];
+        o.contact.clear();
+        if (list == "all") {
+          o.contact = {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
+                       ContactMode::HardSmoothGrad};
+        } else {
+          std::stringstream in(list);
+          for (std::string item; std::getline(in, item, ',');) o.contact.push_back(moreau::contact_mode_from_name(item));
+        }
+        if (o.contact.empty()) throw moreau::Error("--contact: expected a mode, a comma-separated list or all");
       } else {
         usage();
         return a == "--help" || a == "-h" ? 0 : 2;
@@ -333,30 +480,36 @@ int main(int argc, char** argv) {
     std::printf("env-steps/s = environments x physics steps / wall s (a control step = %d physics steps); "
                 "median of %d runs of %g s\n\n",
                 model.decimation, o.trials, o.seconds);
-    std::printf("%-5s %-8s %7s %7s %14s %12s %7s\n", "dev", "dtype", "threads", "n_env", "env-steps/s",
-                "ns/env-step", "spread");
+    std::printf("%-16s %-5s %-8s %7s %7s %14s %12s %7s %6s\n", "contact", "dev", "dtype", "threads", "n_env",
+                "env-steps/s", "ns/env-step", "spread", "iters");
 
     std::vector<Row> rows;
-    if (o.cpu) {
-      for (const moreau::DType dt : {moreau::DType::Float32, moreau::DType::Float64}) {
-        for (const int n : o.envs.empty() ? std::vector<int>{1, 16, 256, 4096} : o.envs) {
+    for (const ContactMode mode : o.contact) {
+      if (o.cpu) {
+        for (const moreau::DType dt : {moreau::DType::Float32, moreau::DType::Float64}) {
+          for (const int n : o.envs.empty() ? std::vector<int>{1, 16, 256, 4096} : o.envs) {
+            moreau::SimulatorOptions so;
+            so.n_env = n;
+            so.dtype = dt;
+            so.n_threads = o.threads;
+            so.contact.mode = mode;
+            rows.push_back(bench_moreau(model, so, o, per_reset));
+            print_row(rows.back());
+          }
+        }
+      }
+      if (cuda) {
+        for (const int n : o.envs.empty() ? std::vector<int>{1024, 4096, 16384, 65536} : o.envs) {
           moreau::SimulatorOptions so;
           so.n_env = n;
-          so.dtype = dt;
-          so.n_threads = o.threads;
+          so.device = moreau::Device::CUDA;
+          so.contact.mode = mode;
           rows.push_back(bench_moreau(model, so, o, per_reset));
           print_row(rows.back());
         }
       }
     }
     if (cuda) {
-      for (const int n : o.envs.empty() ? std::vector<int>{1024, 4096, 16384, 65536} : o.envs) {
-        moreau::SimulatorOptions so;
-        so.n_env = n;
-        so.device = moreau::Device::CUDA;
-        rows.push_back(bench_moreau(model, so, o, per_reset));
-        print_row(rows.back());
-      }
       std::printf("GPU: %s; launch: %d threads per block, one environment per thread, ceil(n_env / %d) blocks\n",
                   gpu.c_str(), kCudaBlock, kCudaBlock);
     } else if (o.cuda) {
@@ -370,6 +523,7 @@ int main(int argc, char** argv) {
                 {"nq", model.nq},
                 {"nv", model.nv},
                 {"nu", model.nu},
+                {"ncon", model.ncon},
                 {"timestep", model.timestep},
                 {"decimation", model.decimation},
                 {"unit", "env_steps_per_s: environments x physics steps per wall second"},
@@ -378,49 +532,81 @@ int main(int argc, char** argv) {
                 {"date", utc_now()},
                 {"machine", {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}}},
                 {"command", command},
-                {"rows", json::array()}};
+                {"rows", json::array()},
+                {"mujoco", json::object()},
+                {"targets", json::array()}};
     for (const Row& r : rows) out["rows"].push_back(row_json(r));
     if (cuda) out["machine"]["gpu"] = gpu;
+    out["mujoco"]["version"] = mj_versionString();
+    out["mujoco"]["comparisons"] = json::array();
 
     if (o.cpu) {
-      const Comparison c = compare_with_mujoco(model, o, per_reset);
+      std::printf("\nMuJoCo %s mj_step, 1 thread, interleaved with moreau cpu float32, 1 thread; "
+                  "ratio = moreau ns/env-step / MuJoCo ns/step\n",
+                  mj_versionString());
+      std::printf("%-16s %12s %16s %8s %16s %8s  %s\n", "contact", "MuJoCo ns", "moreau 256 ns", "ratio",
+                  "moreau 1 env ns", "ratio", "target (<= 0.50 at 256 envs)");
+    }
+    for (const ContactMode mode : o.contact) {
+      if (!o.cpu) break;
+      const char* name = moreau::contact_mode_name(mode);
+      const Comparison c = compare_with_mujoco(model, mode, o, per_reset);
       const double mj_rate = median(c.mujoco), r1 = c.ratio(c.one_env), rn = c.ratio(c.many_env);
-      const bool pass = rn <= kCpuTargetRatio;
-      failed |= !pass;
-      std::printf("\nMuJoCo %s mj_step, 1 thread, same model, no contacts or limits: %.0f ns/step\n",
-                  mj_versionString(), 1e9 / mj_rate);
-      std::printf("moreau cpu float32, 1 thread, %4d envs: %.0f ns/env-step, ratio moreau/MuJoCo %.3f\n",
-                  kRatioEnvs, 1e9 / median(c.many_env), rn);
-      std::printf("moreau cpu float32, 1 thread, %4d env:  %.0f ns/env-step, ratio moreau/MuJoCo %.3f\n", 1,
-                  1e9 / median(c.one_env), r1);
-      std::printf("target: 1-thread CPU float32 step time / mj_step time <= %.2f (>= 2x faster), at %d envs: "
-                  "%s (%.3f)\n",
-                  kCpuTargetRatio, kRatioEnvs, pass ? "PASS" : "FAIL", rn);
-      out["mujoco"] = {{"version", mj_versionString()},
-                       {"ns_per_step", 1e9 / mj_rate},
-                       {"trials_steps_per_s", c.mujoco},
-                       {"moreau_float32_1thread",
-                        {{std::to_string(kRatioEnvs) + "_envs",
-                          {{"ns_per_env_step", 1e9 / median(c.many_env)}, {"ratio", rn}}},
-                         {"1_env", {{"ns_per_env_step", 1e9 / median(c.one_env)}, {"ratio", r1}}}}}};
-      out["targets"]["cpu_step_time_ratio"] = {
-          {"limit", kCpuTargetRatio}, {"value", rn}, {"result", pass ? "PASS" : "FAIL"}};
+      const bool target = has_cpu_target(mode), pass = rn <= kCpuTargetRatio && c.frozen == 0;
+      if (target) failed |= !pass;
+      failed |= c.frozen != 0;
+      std::printf("%-16s %12.0f %16.0f %8.3f %16.0f %8.3f  %s%s\n", name, 1e9 / mj_rate, 1e9 / median(c.many_env),
+                  rn, 1e9 / median(c.one_env), r1, target ? (pass ? "PASS" : "FAIL") : "-",
+                  c.frozen ? " (moreau envs frozen!)" : "");
+      json cmp = {{"contact", name},
+                  {"mujoco_ns_per_step", 1e9 / mj_rate},
+                  {"mujoco_trials_steps_per_s", c.mujoco},
+                  {"moreau_float32_1thread",
+                   {{std::to_string(kRatioEnvs) + "_envs", {{"ns_per_env_step", 1e9 / median(c.many_env)}, {"ratio", rn}}},
+                    {"1_env", {{"ns_per_env_step", 1e9 / median(c.one_env)}, {"ratio", r1}}}}},
+                  {"moreau_frozen_envs", c.frozen}};
+      if (mode != ContactMode::None) {
+        cmp["mujoco_model"] = "export_mjcf + ground plane; contact spheres contype/conaffinity 1, condim 3, "
+                              "friction 1, elliptic cone, Newton solver, joint limits off";
+        cmp["mujoco_settled"] = {{"base_height", c.mj_base_height}, {"ncon", c.mj_contacts}};
+      } else {
+        cmp["mujoco_model"] = "export_mjcf, constraints disabled";
+      }
+      out["mujoco"]["comparisons"].push_back(cmp);
+      if (target)
+        out["targets"].push_back({{"name", "cpu_step_time_ratio"},
+                                  {"contact", name},
+                                  {"limit", kCpuTargetRatio},
+                                  {"value", rn},
+                                  {"result", pass ? "PASS" : "FAIL"}});
+      if (mode != ContactMode::None)
+        std::printf("%-16s MuJoCo settled: base height %.4f m, %d contacts\n", "", c.mj_base_height, c.mj_contacts);
     }
 
-    double gpu_best = 0;
-    for (const Row& r : rows)
-      if (r.device == "cuda" && r.n_env >= kGpuTargetEnvs) gpu_best = std::max(gpu_best, r.rate());
-    std::string gpu_result = !cuda ? "not measured (no GPU)"
-                             : gpu_best == 0 ? "not measured (no run at >= " + std::to_string(kGpuTargetEnvs) + " envs)"
-                             : gpu_best >= kGpuTargetRate ? "PASS"
-                                                          : "FAIL";
-    failed |= gpu_result == "FAIL";
-    std::printf("target: GPU >= %.0f M env-steps/s at >= %d envs: %s", kGpuTargetRate / 1e6, kGpuTargetEnvs,
-                gpu_result.c_str());
-    if (gpu_best > 0) std::printf(" (%.1f M on %s)", gpu_best / 1e6, gpu.c_str());
-    std::printf("\n");
-    out["targets"]["gpu_env_steps_per_s"] = {
-        {"limit", kGpuTargetRate}, {"min_envs", kGpuTargetEnvs}, {"value", gpu_best}, {"result", gpu_result}};
+    for (const ContactMode mode : o.contact) {
+      const double limit = gpu_target_rate(mode);
+      if (limit == 0) continue;
+      const char* name = moreau::contact_mode_name(mode);
+      double gpu_best = 0;
+      for (const Row& r : rows)
+        if (r.contact == name && r.device == "cuda" && r.n_env >= kGpuTargetEnvs) gpu_best = std::max(gpu_best, r.rate());
+      const std::string gpu_result =
+          !cuda ? "not measured (no GPU)"
+          : gpu_best == 0 ? "not measured (no run at >= " + std::to_string(kGpuTargetEnvs) + " envs)"
+          : gpu_best >= limit ? "PASS"
+                              : "FAIL";
+      failed |= gpu_result == "FAIL";
+      std::printf("target: GPU, contact %s: >= %.0f M env-steps/s at >= %d envs: %s", name, limit / 1e6, kGpuTargetEnvs,
+                  gpu_result.c_str());
+      if (gpu_best > 0) std::printf(" (%.1f M on %s)", gpu_best / 1e6, gpu.c_str());
+      std::printf("\n");
+      out["targets"].push_back({{"name", "gpu_env_steps_per_s"},
+                                {"contact", name},
+                                {"limit", limit},
+                                {"min_envs", kGpuTargetEnvs},
+                                {"value", gpu_best},
+                                {"result", gpu_result}});
+    }
 
     const std::string line = out.dump();
     std::printf("JSON %s\n", line.c_str());

@@ -110,6 +110,27 @@ MOREAU_HD void contact_candidates(const ModelView<S>& m, const Workspace<S>& ws,
   }
 }
 
+// x_a ← L⁻ᵀ x_a for the three rows (n, t1, t2) of one contact at once (ltl_solve_t of
+// kernels/dynamics.h, three independent chains for the pipeline), skipping the dofs where all
+// three are zero: a point's rows vanish outside its body's ancestors, and the solve only moves
+// values towards the root, so those dofs stay zero (a foot touches the base's 6 and its leg's 3
+// of ANYmal's 18 dofs).
+template <class S>
+MOREAU_HD void ltl_solve_t3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* x2) {
+  const int nv = m.nv;
+  for (int i = nv - 1; i >= 0; --i) {
+    if (x0[i] == 0 && x1[i] == 0 && x2[i] == 0) continue;
+    const S inv = S(1) / L[i * nv + i];
+    const S a = x0[i] *= inv, b = x1[i] *= inv, c = x2[i] *= inv;
+    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) {
+      const S l = L[i * nv + j];
+      x0[j] -= l * a;
+      x1[j] -= l * b;
+      x2[j] -= l * c;
+    }
+  }
+}
+
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J); c = J v.
 template <class S>
 MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactScratch<S>& cs) {
@@ -122,8 +143,8 @@ MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactSc
       c += cs.J[r * nv + d] * v[d];
     }
     cs.c[r] = c;
-    ltl_solve_t(m, L, Y + r * nv);
   }
+  for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s <= r; ++s) {
       S g = 0;
@@ -132,15 +153,65 @@ MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactSc
     }
 }
 
-// Projected Gauss–Seidel on 3x3 blocks:  P_i ← prox_Cμ(P_i − R_i (Σ_j G_ij P_j + c_i)), with
-// R_i = diag(1/G_nn, r_t, r_t), r_t = 1/max(G_t1t1, G_t2t2) (isotropic, so sliding opposes γ_t);
-// prox: P_n ≤ 0 → 0; ‖P_t‖ > μ P_n → P_t μ P_n/‖P_t‖. Smooth mode couples contact j into i
-// with weight w_j (j ≠ i). Residual: the largest impulse change of a sweep times G_nn [m/s].
-// Returns the number of sweeps; *residual gets the last residual.
+// How far contact i's velocity γ is from satisfying Signorini–Coulomb with its impulse P [m/s]:
+// normal |γ_n| when pushing (P_n > 0), else max(−γ_n, 0); tangential ‖γ_t‖ inside the cone,
+// and on its boundary the part of γ_t not opposing P_t. Velocity level, so that impulses that
+// keep moving without changing any velocity (four corners of a box, statically indeterminate)
+// do not count.
+template <class S>
+MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu) {
+  if (!(P[0] > 0)) return mmax(-gamma[0], S(0));
+  const S pt = msqrt(P[1] * P[1] + P[2] * P[2]), gt = msqrt(gamma[1] * gamma[1] + gamma[2] * gamma[2]);
+  S vt = gt;
+  if (pt >= mu * P[0] * (1 - S(1e-6)) && pt > 0) {  // sliding: γ_t = −‖γ_t‖ P_t/‖P_t‖
+    const S e1 = gamma[1] + gt * P[1] / pt, e2 = gamma[2] + gt * P[2] / pt;
+    vt = msqrt(e1 * e1 + e2 * e2);
+  }
+  return mmax(mabs(gamma[0]), vt);
+}
+
+// Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact).
+// For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
+//  1. sticking step: P_i* = P_i − G_ii⁻¹ γ_i (the exact local solve when contact i sticks); taken
+//     when P_i*_n > 0 and ‖P_i*_t‖ ≤ μ P_i*_n;
+//  2. otherwise 4 local projected steps P_i ← prox_Cμ(P_i − r_i γ_i), γ_i ← γ_i + G_ii ΔP_i, with
+//     one isotropic step r_i = 1/‖G_ii‖_∞ ≤ 1/λ_max(G_ii) (so a sliding contact's friction opposes
+//     γ_t: maximal dissipation, and the local iteration cannot overshoot);
+//  prox: P_n ≤ 0 → 0; ‖P_t‖ > μ P_n → P_t μ P_n/‖P_t‖.
+// A fixed point satisfies Signorini–Coulomb with maximal dissipation whichever step produced it
+// (step 1: γ_i = 0 inside the cone; step 2: the prox fixed point), the same fixed point as the
+// diagonal PGS P_i ← prox(P_i − diag(1/G_nn, r_t, r_t) γ_i) of the seed. That one needed ~170
+// sweeps for a standing quadruped (the normal and tangential rows of an articulated foot are
+// strongly coupled inside G_ii) and could cycle for good (a foot alternating between two
+// impulses); this one needs ~5 (docs/contact.md gives the figures). Cold start (P = 0): the
+// solve is a function of the current problem only.
+// Residual: the largest contact_violation of a sweep (each contact measured before its update)
+// [m/s]. Returns the number of sweeps; *residual gets the last residual.
 template <class S>
 MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S tolerance, S* residual) {
   const int nr = 3 * cs.n;
+  const S tiny = S(1e-12);
   for (int r = 0; r < nr; ++r) cs.P[r] = 0;
+  // per contact: G_ii⁻¹ (symmetric; zero when G_ii is singular) and the isotropic step r_i
+  S Binv[6 * kMaxActive], step[kMaxActive];
+  for (int i = 0; i < cs.n; ++i) {
+    const S* Gii = cs.G + 3 * i * nr + 3 * i;
+    const S a = Gii[0], b = Gii[1], c = Gii[2], d = Gii[nr + 1], e = Gii[nr + 2], f = Gii[2 * nr + 2];
+    S* B = Binv + 6 * i;  // (00, 01, 02, 11, 12, 22)
+    B[0] = d * f - e * e;
+    B[1] = c * e - b * f;
+    B[2] = b * e - c * d;
+    B[3] = a * f - c * c;
+    B[4] = b * c - a * e;
+    B[5] = a * d - b * b;
+    const S det = a * B[0] + b * B[1] + c * B[2];
+    // guarded: a contact no dof can move (or a nearly singular block) takes the projected steps
+    const S s = det > S(1e-6) * mabs(a * d * f) && det > tiny ? S(1) / det : S(0);
+    for (int k = 0; k < 6; ++k) B[k] *= s;
+    S norm = 0;
+    for (int r = 0; r < 3; ++r) norm = mmax(norm, mabs(Gii[r * nr]) + mabs(Gii[r * nr + 1]) + mabs(Gii[r * nr + 2]));
+    step[i] = norm > tiny ? S(1) / norm : S(0);
+  }
   S res = 0;
   int it = 0;
   while (it < max_iterations) {
@@ -157,21 +228,38 @@ MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S toler
         }
         gamma[a] = g;
       }
-      // guarded inverses: a contact that no dof can move gets no impulse
+      S g0 = gamma[0], g1 = gamma[1], g2 = gamma[2];
       const S* Gii = cs.G + 3 * i * nr + 3 * i;
-      const S tiny = S(1e-12);
-      const S gnn = mmax(Gii[0], tiny), gt = mmax(mmax(Gii[nr + 1], Gii[2 * nr + 2]), tiny);
+      const S* B = Binv + 6 * i;
       S* P = cs.P + 3 * i;
-      S pn = mmax(P[0] - gamma[0] / gnn, S(0));
-      S pt1 = P[1] - gamma[1] / gt, pt2 = P[2] - gamma[2] / gt;
-      const S pt = msqrt(pt1 * pt1 + pt2 * pt2), limit = mu * pn;
-      if (pt > limit) {
-        const S scale = pt > 0 ? limit / pt : S(0);
-        pt1 *= scale;
-        pt2 *= scale;
+      // 1. sticking step
+      S pn = P[0] - (B[0] * g0 + B[1] * g1 + B[2] * g2);
+      S pt1 = P[1] - (B[1] * g0 + B[3] * g1 + B[4] * g2);
+      S pt2 = P[2] - (B[2] * g0 + B[4] * g1 + B[5] * g2);
+      if (!(B[0] > 0 && pn > 0 && pt1 * pt1 + pt2 * pt2 <= mu * mu * pn * pn)) {
+        // 2. projected steps
+        const S r = step[i];
+        S q0 = P[0], q1 = P[1], q2 = P[2];
+        for (int k = 0; k < 4; ++k) {
+          pn = mmax(q0 - r * g0, S(0));
+          pt1 = q1 - r * g1;
+          pt2 = q2 - r * g2;
+          const S pt = msqrt(pt1 * pt1 + pt2 * pt2), limit = mu * pn;
+          if (pt > limit) {
+            const S scale = pt > 0 ? limit / pt : S(0);
+            pt1 *= scale;
+            pt2 *= scale;
+          }
+          const S d0 = pn - q0, d1 = pt1 - q1, d2 = pt2 - q2;
+          g0 += Gii[0] * d0 + Gii[1] * d1 + Gii[2] * d2;
+          g1 += Gii[nr] * d0 + Gii[nr + 1] * d1 + Gii[nr + 2] * d2;
+          g2 += Gii[2 * nr] * d0 + Gii[2 * nr + 1] * d1 + Gii[2 * nr + 2] * d2;
+          q0 = pn;
+          q1 = pt1;
+          q2 = pt2;
+        }
       }
-      const S change = mmax(mabs(pn - P[0]), mmax(mabs(pt1 - P[1]), mabs(pt2 - P[2])));
-      res = mmax(res, change * gnn);
+      res = mmax(res, contact_violation(P, gamma, mu));
       P[0] = pn;
       P[1] = pt1;
       P[2] = pt2;
@@ -184,36 +272,93 @@ MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S toler
 
 // Soft (penalty) model: for each contact with g < 0,
 //   f_n = k_n (−g) − k_d min(v_n, 0),   k_d = 2 ζ sqrt(k_n m_eff) unless given, m_eff = 1/G_nn,
-//   P_n = h f_n,   P_t = −min(μ P_n, ‖v_t‖ / D_t) v_t / ‖v_t‖,
-// with v_n = J_n v_k (the spring–damper is explicit) and v_t = J_t v_free (the tangential
-// velocity this step would end with). D_t is the largest absolute row sum of G over the
-// contact's tangent rows: the friction impulses of all contacts together can at most stop the
-// sliding — min(k_f ‖v_t‖, μ f_n) with k_f = 1/(h D_t) — so a load inside the cone is held
-// without creep, and the friction is stable at any step size.
+//   P_n = h f_n,
+// with v_n = J_n v_k (the spring–damper is explicit). Friction is implicit, with the normal
+// impulses fixed: the tangential impulses P_t,i ∈ {‖P_t,i‖ ≤ μ P_n,i} such that each point
+// sticks (γ_t,i = 0, γ = G P + c, c = J v_free) or slides against γ_t,i (maximal dissipation)
+// — Coulomb friction at the end of the step. For fixed P_n this is a convex problem; it is solved
+// by the block Gauss–Seidel of pgs_solve restricted to the tangent rows (2x2 sticking step, else
+// isotropic projected steps). A tangential load inside the cone is held exactly, at any step
+// size. (The seed's rule P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖, D_t a row sum of G, stopped
+// only a fraction of the sliding per step when the feet are coupled through the body: a standing
+// quadruped's feet crept apart and it sank to the ground.) Every iterate is inside the cones and
+// every local step lowers the convex objective ½ P_tᵀ G_tt P_t + P_tᵀ b_t (the kinetic energy
+// after the step), so a solve stopped by the cap still only dissipates: the caller reports it
+// but does not flag it. Slow cases: a statically indeterminate body (a box on 4 corners) with
+// some points exactly at the cone limit (cube on a slope, k_n = 1e3: up to ~2700 sweeps).
+// Returns the sweeps; *residual gets the largest tangential impulse change of the last sweep
+// times max(G_t1t1, G_t2t2) [m/s].
 template <class S>
-MOREAU_HD void soft_impulses(const ModelView<S>& m, const S* v_k, ContactScratch<S>& cs, S h, S mu, S kn,
-                             S kd_given, S zeta) {
+MOREAU_HD int soft_impulses(const ModelView<S>& m, const S* v_k, ContactScratch<S>& cs, S h, S mu, S kn,
+                            S kd_given, S zeta, int max_iterations, S tolerance, S* residual) {
   const int nr = 3 * cs.n;
   const S tiny = S(1e-12);
+  S Binv[3 * kMaxActive], step[kMaxActive];  // per contact: G_tt⁻¹ (00, 01, 11) and 1/‖G_tt‖∞
+  bool any = false;
   for (int i = 0; i < cs.n; ++i) {
-    const S* v = cs.c + 3 * i;
     S vn = 0;
     for (int d = 0; d < m.nv; ++d) vn += cs.J[3 * i * m.nv + d] * v_k[d];
     const S* Gii = cs.G + 3 * i * nr + 3 * i;
     const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / mmax(Gii[0], tiny));
     const S pn = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
-    const S vt = msqrt(v[1] * v[1] + v[2] * v[2] + tiny * tiny);
-    S Dt = tiny;
-    for (int a = 1; a < 3; ++a) {
-      S row = 0;
-      for (int col = 0; col < nr; ++col) row += mabs(cs.G[(3 * i + a) * nr + col]);
-      Dt = mmax(Dt, row);
-    }
-    const S pt = mmin(mu * pn, vt / Dt);
     cs.P[3 * i] = pn;
-    cs.P[3 * i + 1] = -pt * v[1] / vt;
-    cs.P[3 * i + 2] = -pt * v[2] / vt;
+    cs.P[3 * i + 1] = cs.P[3 * i + 2] = 0;
+    any |= pn > 0;
+    const S a = Gii[nr + 1], b = Gii[nr + 2], d = Gii[2 * nr + 2], det = a * d - b * b;
+    const S s = det > S(1e-6) * mabs(a * d) && det > tiny ? S(1) / det : S(0);
+    Binv[3 * i] = d * s;
+    Binv[3 * i + 1] = -b * s;
+    Binv[3 * i + 2] = a * s;
+    const S norm = mmax(mabs(a) + mabs(b), mabs(b) + mabs(d));
+    step[i] = norm > tiny ? S(1) / norm : S(0);
   }
+  S res = 0;
+  int it = 0;
+  while (any && it < max_iterations) {
+    ++it;
+    res = 0;
+    for (int i = 0; i < cs.n; ++i) {
+      S* P = cs.P + 3 * i;
+      if (!(P[0] > 0)) continue;
+      S g1 = cs.c[3 * i + 1], g2 = cs.c[3 * i + 2];
+      const S* row1 = cs.G + (3 * i + 1) * nr;
+      const S* row2 = cs.G + (3 * i + 2) * nr;
+      for (int col = 0; col < nr; ++col) {
+        g1 += row1[col] * cs.P[col];
+        g2 += row2[col] * cs.P[col];
+      }
+      const S* B = Binv + 3 * i;
+      const S limit = mu * P[0];
+      S pt1 = P[1] - (B[0] * g1 + B[1] * g2), pt2 = P[2] - (B[1] * g1 + B[2] * g2);
+      if (!(B[0] > 0 && pt1 * pt1 + pt2 * pt2 <= limit * limit)) {
+        const S r = step[i];
+        const S G11 = row1[3 * i + 1], G12 = row1[3 * i + 2], G22 = row2[3 * i + 2];
+        S q1 = P[1], q2 = P[2];
+        for (int k = 0; k < 4; ++k) {
+          pt1 = q1 - r * g1;
+          pt2 = q2 - r * g2;
+          const S pt = msqrt(pt1 * pt1 + pt2 * pt2);
+          if (pt > limit) {
+            const S scale = pt > 0 ? limit / pt : S(0);
+            pt1 *= scale;
+            pt2 *= scale;
+          }
+          const S d1 = pt1 - q1, d2 = pt2 - q2;
+          g1 += G11 * d1 + G12 * d2;
+          g2 += G12 * d1 + G22 * d2;
+          q1 = pt1;
+          q2 = pt2;
+        }
+      }
+      const S change = mmax(mabs(pt1 - P[1]), mabs(pt2 - P[2]));
+      res = mmax(res, change * mmax(mmax(row1[3 * i + 1], row2[3 * i + 2]), tiny));
+      P[1] = pt1;
+      P[2] = pt2;
+    }
+    if (res <= tolerance) break;
+  }
+  *residual = res;
+  return it;
 }
 
 template <class S>
@@ -245,7 +390,9 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S>& m, const ContactSet
   if (cs.n > 0) {
     delassus(m, ws.H, v, cs);
     if (mode == kContactSoft) {
-      soft_impulses(m, v_k, cs, h, mu, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
+      result.iterations = soft_impulses(m, v_k, cs, h, mu, p.contact_kn.get(env), p.contact_kd.get(env),
+                                        p.contact_zeta.get(env), cfg.max_iterations, cfg.tolerance, &result.residual);
+      // no status flag: an unconverged friction iterate is still inside the cones and dissipative
     } else {
       if (mode == kContactSmooth) {
         const S k = p.smooth_k.get(env);

@@ -22,6 +22,9 @@ enum : int {
   kStatusNanGradient = 16,
   kStatusNoGradient = 32
 };
+// Bits that freeze an environment (it is not stepped again until reset). The others are
+// warnings: the environment keeps stepping and the bit stays until reset.
+enum : int { kStatusFatal = kStatusNanState | kStatusNanAction | kStatusSingularMass };
 
 // The compiled model in scalar S (field meanings: include/moreau/model.h).
 template <class S>

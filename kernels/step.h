@@ -237,20 +237,20 @@ struct StepStats {
 };
 
 // One control step on local arrays: decimation × substeps physics steps with the action held,
-// in place on (q, v). Returns status bits; stats and info (the last physics step's contact
-// information) may be null.
+// in place on (q, v). Returns status bits (a fatal bit stops it); stats and info (the last
+// physics step's contact information) may be null.
 template <class S>
 MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q, S* v,
                       const S* u, Workspace<S>& ws, ContactScratch<S>& cs, ContactInfo<S>& info, StepStats<S>* stats) {
   int status = input_status(m, q, v, u);
   const S h = m.timestep / cfg.substeps;
   StepStats<S> st{0, S(0)};
-  for (int s = 0; s < m.decimation * cfg.substeps && status == 0; ++s) {
+  for (int s = 0; s < m.decimation * cfg.substeps && !(status & kStatusFatal); ++s) {
     const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info);
-    status = r.status;
+    status |= r.status;
     st.iterations = r.iterations > st.iterations ? r.iterations : st.iterations;
     st.residual = mmax(st.residual, r.residual);
-    if (status == 0 && (!all_finite(q, m.nq) || !all_finite(v, m.nv))) status = kStatusNanState;
+    if (!(status & kStatusFatal) && (!all_finite(q, m.nq) || !all_finite(v, m.nv))) status |= kStatusNanState;
   }
   if (stats) *stats = st;
   return status;
@@ -262,7 +262,9 @@ MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, cons
 constexpr int kCheckpoints = 16;
 
 // Adjoint of advance: from the control step's input (q0, v0, u) and the adjoints of its output
-// (adj_q1, adj_v1), writes adj_q0, adj_v0 and accumulates adj_u and adj_p. Returns status bits.
+// (adj_q1, adj_v1), writes adj_q0, adj_v0 and accumulates adj_u and adj_p. Returns status bits
+// (warnings included: a contact solve that stopped on its cap is differentiated at its last
+// iterate).
 template <class S>
 MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                           const S* q0, const S* v0, const S* u, S* adj_q0, S* adj_v0, S* adj_u, ParamAdjoint<S>& adj_p,
@@ -284,8 +286,8 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
       for (int k = 0; k < nq; ++k) cq[s / stride][k] = q[k];
       for (int k = 0; k < nv; ++k) cv[s / stride][k] = v[k];
     }
-    status = physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info).status;
-    if (status) return status;
+    status |= physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info).status;
+    if (status & kStatusFatal) return status;
   }
   S aq[kMaxNq], av[kMaxNv], nq_adj[kMaxNq], nv_adj[kMaxNv];
   for (int k = 0; k < nq; ++k) aq[k] = adj_q1[k];
@@ -303,26 +305,26 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
     for (int j = end - 1; j >= begin; --j) {
       for (int k = 0; k < nq; ++k) nq_adj[k] = 0;
       for (int k = 0; k < nv; ++k) nv_adj[k] = 0;
-      status = adj_physics_step(m, cfg, p, env, h, sq[j - begin], sv[j - begin], u, nq_adj, nv_adj, adj_u, adj_p,
-                                aq, av, ws, aw, cs, info);
-      if (status) return status;
+      const int st = adj_physics_step(m, cfg, p, env, h, sq[j - begin], sv[j - begin], u, nq_adj, nv_adj, adj_u,
+                                      adj_p, aq, av, ws, aw, cs, info);
+      if (st) return status | st;
       for (int k = 0; k < nq; ++k) aq[k] = nq_adj[k];
       for (int k = 0; k < nv; ++k) av[k] = nv_adj[k];
     }
   }
   for (int k = 0; k < nq; ++k) adj_q0[k] = aq[k];
   for (int k = 0; k < nv; ++k) adj_v0[k] = av[k];
-  if (!all_finite(aq, nq) || !all_finite(av, nv) || !all_finite(adj_u, m.nu)) return kStatusNanGradient;
-  return 0;
+  if (!all_finite(aq, nq) || !all_finite(av, nv) || !all_finite(adj_u, m.nu)) status |= kStatusNanGradient;
+  return status;
 }
 
-// One control step of environment `env` of the batch, in place. An environment with a
-// non-zero status is skipped. On failure the state is left as it was before the control step
-// and the status says why.
+// One control step of environment `env` of the batch, in place. An environment with a fatal
+// status bit is skipped. On a fatal failure the state is left as it was before the control
+// step; every new bit is added to the status.
 template <class S>
 MOREAU_HD void control_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                             const Batch<S>& b, int env) {
-  if (b.status[env] != 0) return;
+  if (b.status[env] & kStatusFatal) return;
   const int n = b.n_env;
   S q[kMaxNq], v[kMaxNv], u[kMaxNu];
   for (int k = 0; k < m.nq; ++k) q[k] = b.q[k * n + env];
@@ -337,10 +339,8 @@ MOREAU_HD void control_step(const ModelView<S>& m, const ContactSettings<S>& cfg
     b.solver_iterations[env] = stats.iterations;
     b.solver_residual[env] = stats.residual;
   }
-  if (status != 0) {
-    b.status[env] = status;
-    return;
-  }
+  b.status[env] |= status;
+  if (status & kStatusFatal) return;
   for (int k = 0; k < m.nq; ++k) b.q[k * n + env] = q[k];
   for (int k = 0; k < m.nv; ++k) b.v[k * n + env] = v[k];
   if (cfg.mode != kContactNone && b.con_gap)
@@ -387,8 +387,8 @@ MOREAU_HD void load_env(const ModelView<S>& m, const PureStep<S>& b, int env, S*
 }
 
 // (q_out, v_out) = control step of (q_in, v_in, action) for environment env; status set. With
-// `accumulate`, an environment whose status is already set is carried through unchanged and
-// new status bits are added (a recorded rollout).
+// `accumulate`, an environment with a fatal status bit is carried through unchanged and new
+// status bits are added (a recorded rollout).
 template <class S>
 MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                          const PureStep<S>& b, int env) {
@@ -396,12 +396,12 @@ MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, c
   S q[kMaxNq], v[kMaxNv], u[kMaxNu];
   load_env(m, b, env, q, v, u);
   int status = b.accumulate ? b.status[env] : 0;
-  if (status == 0) {
+  if (!(status & kStatusFatal)) {
     Workspace<S> ws;
     ContactScratch<S> cs;
     ContactInfo<S> info;
-    status = advance(m, cfg, p, env, q, v, u, ws, cs, info, static_cast<StepStats<S>*>(nullptr));
-    if (status) load_env(m, b, env, q, v, u);  // a failed step leaves the state as it was
+    status |= advance(m, cfg, p, env, q, v, u, ws, cs, info, static_cast<StepStats<S>*>(nullptr));
+    if (status & kStatusFatal) load_env(m, b, env, q, v, u);  // a failed step leaves the state as it was
   }
   b.status[env] = status;
   for (int k = 0; k < m.nq; ++k) b.q_out[k * n + env] = q[k];
@@ -425,9 +425,12 @@ MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cf
   AdjWorkspace<S> aw;
   ContactScratch<S> cs;
   ContactInfo<S> info;
-  const int status = adj_advance(m, cfg, p, env, q, v, u, aq0, av0, au, ap, aq1, av1, ws, aw, cs, info);
+  // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
+  const int prior = b.accumulate ? b.status[env] : 0;
+  const int status =
+      prior & kStatusFatal ? prior : prior | adj_advance(m, cfg, p, env, q, v, u, aq0, av0, au, ap, aq1, av1, ws, aw, cs, info);
   b.status[env] = status;
-  const bool ok = status == 0;
+  const bool ok = !(status & (kStatusFatal | kStatusNoGradient | kStatusNanGradient));
   auto out = [&](S* dst, int k, S x) {
     S& d = dst[k * n + env];
     d = (b.accumulate ? d : S(0)) + (ok ? x : S(0));

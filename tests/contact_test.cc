@@ -603,30 +603,36 @@ TEST(ContactInfo, CubeRestingFlatHasFourLoadedBottomCornersAndFourFreeTopCorners
 }
 
 // ---------------------------------------------------------------------------------------
-// Known bugs (failing; run with --gtest_also_run_disabled_tests). Found while writing the
-// energy tests; kernels/contact.h is not this file's to fix.
+// Hard problems for the solver: redundant, frictional contacts (a box landing on a face or an
+// edge, a thrown passive quadruped). Some solves need thousands of sweeps; one that stops on
+// its cap sets kStatusSolverNotConverged as a warning, and the environment keeps stepping.
 // ---------------------------------------------------------------------------------------
 
-// Bug: at the default stop (1e-6 m/s, 500 sweeps) the hard solve hits its cap on most random
-// cube throws (44 of 50 with the block solver of the working tree; 941 of 1000 with the seed's
-// diagonal PGS); the environment is frozen with kStatusSolverNotConverged. Typically a face or
-// edge landing with rotation: 4 coplanar corners active (plus speculative ones), residual
-// 1e-6 .. 1e-4 m/s after 500 sweeps; 27 of 50 still frozen at 5000 sweeps, none at 50000 —
-// very slow convergence on redundant coplanar contacts with friction.
-TEST(Solver, DISABLED_HardConvergesOnTumblingCubeLandings) {
+void expect_no_frozen_environment(Simulator& sim, int control_steps) {
+  const int n = sim.n_env();
+  std::vector<int32_t> status(n);
+  sim.get_status(status.data(), n);
+  const double* t = static_cast<const double*>(sim.time().data);
+  const double expected = control_steps * sim.model().timestep * sim.model().decimation;
+  int warned = 0;
+  for (int e = 0; e < n; ++e) {
+    EXPECT_EQ(status[e] & kStatusFatal, 0) << "environment " << e << " frozen, status " << status[e];
+    EXPECT_NEAR(t[e], expected, 1e-9) << "environment " << e << " stopped stepping";
+    warned += (status[e] & kStatusSolverNotConverged) != 0;
+  }
+  std::printf("[ solver ] %d of %d environments hit the sweep cap at least once\n", warned, n);
+}
+
+TEST(Solver, TumblingCubeLandingsKeepStepping) {
   const Model model = load_model(asset("cube.json"));
   const Throws throws = random_throws(model, 100, 7);
   Simulator sim(model, batch_options(ContactMode::Hard, 100, ContactOptions()));
   sim.set_state(throws.q.data(), throws.v.data(), 100);
   sim.step(400);
-  std::vector<int32_t> status(100);
-  sim.get_status(status.data(), 100);
-  EXPECT_EQ(std::count(status.begin(), status.end(), 0), 100) << "environments frozen by the solver cap";
+  expect_no_frozen_environment(sim, 400);
 }
 
-// Bug: the same for ANYmal C with kp = kd = 0 thrown (the energy test's throws, 50 of them):
-// 39 of 50 frozen at the default 500 sweeps, 4 of 50 at 5000, 2 s of control steps.
-TEST(Solver, DISABLED_HardConvergesOnPassiveAnymalThrows) {
+TEST(Solver, ThrownPassiveQuadrupedsKeepStepping) {
   const Model model = load_model(asset("anymal_c.json"));
   Throws throws = random_throws(model, 50, 11);
   for (size_t e = 0; e < throws.v.size() / model.nv; ++e)
@@ -637,14 +643,10 @@ TEST(Solver, DISABLED_HardConvergesOnPassiveAnymalThrows) {
   sim.set_param("kd", zero.data(), 1, model.nu);
   sim.set_state(throws.q.data(), throws.v.data(), 50);
   sim.step(100);
-  std::vector<int32_t> status(50);
-  sim.get_status(status.data(), 50);
-  EXPECT_EQ(std::count(status.begin(), status.end(), 0), 50) << "environments frozen by the solver cap";
+  expect_no_frozen_environment(sim, 100);
 }
 
-// Bug: with contact mode None the contact views are never written: contact_impulse /
-// contact_active / contact_gap hold uninitialised memory (seen: 3.2e6, 6e231, ±80 — a freed
-// "kp" buffer). They should read 0 (or the gaps).
+// With contact mode None the contact views are never written by a step: they read 0.
 TEST(ContactInfo, NoneModeContactViewsAreZero) {
   const Model model = load_model(asset("anymal_c.json"));
   Simulator sim(model, batch_options(ContactMode::None, 4, ContactOptions()));

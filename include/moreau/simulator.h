@@ -21,17 +21,21 @@ const char* device_name(Device d);
 const char* dtype_name(DType t);
 bool cuda_available();  // built with CUDA and a device is present
 
-// Per-environment status bits (status buffer, int32). A non-zero status freezes the
-// environment: it is not stepped again until reset.
+// Per-environment status bits (status buffer, int32). Fatal bits (NaN state or action,
+// singular mass matrix) freeze the environment: it is not stepped again until reset, and the
+// others are unaffected. The other bits are warnings that stay set until reset: the solver
+// bit means a contact solve stopped on its iteration cap (the step used its last iterate);
+// the gradient bits are set by adjoints (their gradients are then zero).
 enum Status : int32_t {
   kStatusOk = 0,
-  kStatusNanState = 1 << 0,      // non-finite q or v (on input or after a step)
-  kStatusNanAction = 1 << 1,     // non-finite action
-  kStatusSingularMass = 1 << 2,  // mass matrix not positive definite
-  kStatusSolverNotConverged = 1 << 3,  // contact solve hit its iteration cap
+  kStatusNanState = 1 << 0,      // non-finite q or v (on input or after a step): fatal
+  kStatusNanAction = 1 << 1,     // non-finite action: fatal
+  kStatusSingularMass = 1 << 2,  // mass matrix not positive definite: fatal
+  kStatusSolverNotConverged = 1 << 3,  // contact solve hit its iteration cap: warning
   kStatusNanGradient = 1 << 4,   // the adjoint produced a non-finite gradient
   kStatusNoGradient = 1 << 5,    // no adjoint for this configuration (see docs/gradients.md)
 };
+constexpr int32_t kStatusFatal = kStatusNanState | kStatusNanAction | kStatusSingularMass;
 
 struct View {
   void* data = nullptr;
