@@ -110,6 +110,58 @@ MOREAU_HD void contact_candidates(const ModelView<S>& m, const Workspace<S>& ws,
   }
 }
 
+// Adjoint of the contact kinematics (contact_candidates' gaps and point_jacobian's rows) for
+// the active contacts: adj_J (3n x nv) and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM.
+template <class S>
+MOREAU_HD void adj_contact_kinematics(const ModelView<S>& m, const Workspace<S>& ws, const ContactScratch<S>& cs,
+                                      const S* adj_J, const S* adj_gap, S* adj_qM, AdjWorkspace<S>& aw) {
+  Transform<S> X0[kMaxBodies], adj_X0[kMaxBodies];
+  relative_world_transforms(m, ws, X0);
+  const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
+  for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, {0, 0, 0}};
+  for (int i = 0; i < cs.n; ++i) {
+    const int k = cs.con[i], b = m.con_body[k];
+    const Vec3<S> pl = vec3(m.con_pos + 3 * k);
+    const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, pl);
+    Vec3<S> frame[3];
+    frame[0] = PlaneGround<S>{}.normal(0, 0);
+    tangents(frame[0], frame[1], frame[2]);
+    const Vec3<S> p = centre - m.con_radius[k] * frame[0];
+    Vec3<S> adj_p{0, 0, 0};
+    const S* aJ = adj_J + 3 * i * m.nv;
+    for (int j = b; j >= 0; j = m.body_parent[j]) {
+      const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
+      for (int d = d0; d < d0 + nd; ++d) {
+        // J_rd = frame_r · (E_jᵀ S.v + w × (p − o_j)), w = E_jᵀ S.w
+        const Vec3<S> adj_vp = aJ[d] * frame[0] + aJ[m.nv + d] * frame[1] + aJ[2 * m.nv + d] * frame[2];
+        const Vec3<S> w = mul_t(X0[j].E, ws.Sdof[d].w);
+        Vec3<S> adj_w{0, 0, 0}, adj_rel{0, 0, 0};
+        adj_cross(w, p - X0[j].r, adj_w, adj_rel, adj_vp);
+        adj_p += adj_rel;
+        adj_X0[j].r += -adj_rel;
+        adj_mul_t(X0[j].E, ws.Sdof[d].v, adj_X0[j].E, aw.Sdof[d].v, adj_vp);
+        adj_mul_t(X0[j].E, ws.Sdof[d].w, adj_X0[j].E, aw.Sdof[d].w, adj_w);
+      }
+    }
+    // gap = (centre + base)·n − r on the plane; p = centre − r n
+    Vec3<S> adj_centre = adj_p + adj_gap[i] * frame[0];
+    if (m.jnt_type[0] == kJointFree) adj_qM[m.jnt_qposadr[0] + 2] += adj_gap[i] * frame[0].z;
+    adj_X0[b].r += adj_centre;
+    Vec3<S> unused{0, 0, 0};
+    adj_mul_t(X0[b].E, pl, adj_X0[b].E, unused, adj_centre);
+  }
+  // reverse of relative_world_transforms, children first
+  for (int i = m.nbody - 1; i >= 0; --i) {
+    const int par = m.body_parent[i];
+    if (par >= 0) {
+      adj_compose(ws.Xup[i], X0[par], aw.Xup[i], adj_X0[par], adj_X0[i]);
+    } else {
+      aw.Xup[i].E += adj_X0[i].E;
+      if (m.jnt_type[i] != kJointFree) aw.Xup[i].r += adj_X0[i].r;
+    }
+  }
+}
+
 // x_a ← L⁻ᵀ x_a for the three rows (n, t1, t2) of one contact at once (ltl_solve_t of
 // kernels/dynamics.h, three independent chains for the pipeline), skipping the dofs where all
 // three are zero: a point's rows vanish outside its body's ancestors, and the solve only moves
@@ -153,61 +205,111 @@ MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactSc
     }
 }
 
-// How far contact i's velocity γ is from satisfying Signorini–Coulomb with its impulse P [m/s]:
-// normal |γ_n| when pushing (P_n > 0), else max(−γ_n, 0); tangential ‖γ_t‖ inside the cone,
-// and on its boundary the part of γ_t not opposing P_t. Velocity level, so that impulses that
-// keep moving without changing any velocity (four corners of a box, statically indeterminate)
-// do not count.
+// Adjoint of delassus: from Ḡ and c̄, J̄ and v̄ (c = J v) and the H-dependence of G:
+// ⟨Ḡ, dG⟩ = ⟨(Ḡ + Ḡᵀ) J H⁻¹, dJ⟩ − ⟨K Ḡ Kᵀ, dH⟩ with K = H⁻¹ Jᵀ, the latter column by column
+// as reverse RNEA sweeps (adj_mass_times) into aw. Uses ws.vel/acc/f as scratch.
 template <class S>
-MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu) {
-  if (!(P[0] > 0)) return mmax(-gamma[0], S(0));
+MOREAU_HD void adj_delassus(const ModelView<S>& m, Workspace<S>& ws, const ContactScratch<S>& cs, const S* v,
+                            const S* adj_G, const S* adj_c, S* adj_J, S* adj_v, AdjWorkspace<S>& aw) {
+  const int nv = m.nv, nr = 3 * cs.n;
+  for (int r = 0; r < nr; ++r)  // c = J v
+    for (int d = 0; d < nv; ++d) {
+      adj_J[r * nv + d] += adj_c[r] * v[d];
+      adj_v[d] += cs.J[r * nv + d] * adj_c[r];
+    }
+  S K[3 * kMaxActive * kMaxNv];  // row s holds K[:, s]
+  for (int s = 0; s < nr; ++s) {
+    for (int d = 0; d < nv; ++d) K[s * nv + d] = cs.J[s * nv + d];
+    ltl_solve(m, ws.H, K + s * nv);
+  }
+  for (int r = 0; r < nr; ++r)
+    for (int s = 0; s < nr; ++s) {
+      const S g = adj_G[r * nr + s] + adj_G[s * nr + r];
+      if (g == 0) continue;
+      for (int d = 0; d < nv; ++d) adj_J[r * nv + d] += g * K[s * nv + d];
+    }
+  S tau_adj[kMaxNv];
+  for (int s = 0; s < nr; ++s) {
+    bool any = false;
+    for (int d = 0; d < nv; ++d) {
+      S t = 0;
+      for (int r = 0; r < nr; ++r) t += K[r * nv + d] * adj_G[r * nr + s];
+      tau_adj[d] = -t;
+      any |= t != 0;
+    }
+    if (any) adj_mass_times(m, K + s * nv, tau_adj, ws, aw);
+  }
+}
+
+// How far contact i's velocity γ is from satisfying Signorini–Coulomb with its impulse P [m/s]:
+// normal |γ_n| when pushing (P_n > 0), else max(−γ_n, 0) (nothing when the normal impulse is
+// given: soft contact); tangential ‖γ_t‖ inside the cone, and on its boundary the part of γ_t
+// not opposing P_t. Velocity level, so that impulses that keep moving without changing any
+// velocity (four corners of a box, statically indeterminate) do not count.
+template <class S>
+MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_normal) {
+  const S vn = fixed_normal ? S(0) : (P[0] > 0 ? mabs(gamma[0]) : mmax(-gamma[0], S(0)));
+  if (!(P[0] > 0)) return vn;
   const S pt = msqrt(P[1] * P[1] + P[2] * P[2]), gt = msqrt(gamma[1] * gamma[1] + gamma[2] * gamma[2]);
   S vt = gt;
   if (pt >= mu * P[0] * (1 - S(1e-6)) && pt > 0) {  // sliding: γ_t = −‖γ_t‖ P_t/‖P_t‖
     const S e1 = gamma[1] + gt * P[1] / pt, e2 = gamma[2] + gt * P[2] / pt;
     vt = msqrt(e1 * e1 + e2 * e2);
   }
-  return mmax(mabs(gamma[0]), vt);
+  return mmax(vn, vt);
 }
 
 // Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact).
 // For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
-//  1. sticking step: P_i* = P_i − G_ii⁻¹ γ_i (the exact local solve when contact i sticks); taken
-//     when P_i*_n > 0 and ‖P_i*_t‖ ≤ μ P_i*_n;
+//  1. sticking step: P_i* = P_i − B_i γ_i with B_i = G_ii⁻¹ (the exact local solve when contact
+//     i sticks); taken when P_i*_n > 0 and ‖P_i*_t‖ ≤ μ P_i*_n;
 //  2. otherwise 4 local projected steps P_i ← prox_Cμ(P_i − r_i γ_i), γ_i ← γ_i + G_ii ΔP_i, with
 //     one isotropic step r_i = 1/‖G_ii‖_∞ ≤ 1/λ_max(G_ii) (so a sliding contact's friction opposes
 //     γ_t: maximal dissipation, and the local iteration cannot overshoot);
 //  prox: P_n ≤ 0 → 0; ‖P_t‖ > μ P_n → P_t μ P_n/‖P_t‖.
+// With `fixed_normal` (soft contact) the normal impulses in cs.P are given and only the
+// tangential ones are solved for: B_i inverts the 2x2 tangent block, the normal rows stay.
 // A fixed point satisfies Signorini–Coulomb with maximal dissipation whichever step produced it
 // (step 1: γ_i = 0 inside the cone; step 2: the prox fixed point), the same fixed point as the
 // diagonal PGS P_i ← prox(P_i − diag(1/G_nn, r_t, r_t) γ_i) of the seed. That one needed ~170
 // sweeps for a standing quadruped (the normal and tangential rows of an articulated foot are
 // strongly coupled inside G_ii) and could cycle for good (a foot alternating between two
-// impulses); this one needs ~5 (docs/contact.md gives the figures). Cold start (P = 0): the
-// solve is a function of the current problem only.
+// impulses); this one needs ~5 (docs/contact.md gives the figures). Cold start: the solve is a
+// function of the current problem only.
 // Residual: the largest contact_violation of a sweep (each contact measured before its update)
 // [m/s]. Returns the number of sweeps; *residual gets the last residual.
 template <class S>
-MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S tolerance, S* residual) {
+MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, bool fixed_normal, int max_iterations, S tolerance,
+                        S* residual) {
   const int nr = 3 * cs.n;
   const S tiny = S(1e-12);
-  for (int r = 0; r < nr; ++r) cs.P[r] = 0;
-  // per contact: G_ii⁻¹ (symmetric; zero when G_ii is singular) and the isotropic step r_i
+  for (int r = 0; r < nr; ++r)
+    if (!fixed_normal || r % 3 != 0) cs.P[r] = 0;
+  // per contact: B_i (symmetric, stored 00 01 02 11 12 22; zero when singular) and the step r_i
   S Binv[6 * kMaxActive], step[kMaxActive];
   for (int i = 0; i < cs.n; ++i) {
     const S* Gii = cs.G + 3 * i * nr + 3 * i;
     const S a = Gii[0], b = Gii[1], c = Gii[2], d = Gii[nr + 1], e = Gii[nr + 2], f = Gii[2 * nr + 2];
-    S* B = Binv + 6 * i;  // (00, 01, 02, 11, 12, 22)
-    B[0] = d * f - e * e;
-    B[1] = c * e - b * f;
-    B[2] = b * e - c * d;
-    B[3] = a * f - c * c;
-    B[4] = b * c - a * e;
-    B[5] = a * d - b * b;
-    const S det = a * B[0] + b * B[1] + c * B[2];
-    // guarded: a contact no dof can move (or a nearly singular block) takes the projected steps
-    const S s = det > S(1e-6) * mabs(a * d * f) && det > tiny ? S(1) / det : S(0);
-    for (int k = 0; k < 6; ++k) B[k] *= s;
+    S* B = Binv + 6 * i;
+    if (fixed_normal) {  // tangent block only
+      const S det = d * f - e * e;
+      const S s = det > S(1e-6) * mabs(d * f) && det > tiny ? S(1) / det : S(0);
+      B[0] = B[1] = B[2] = 0;
+      B[3] = f * s;
+      B[4] = -e * s;
+      B[5] = d * s;
+    } else {
+      B[0] = d * f - e * e;
+      B[1] = c * e - b * f;
+      B[2] = b * e - c * d;
+      B[3] = a * f - c * c;
+      B[4] = b * c - a * e;
+      B[5] = a * d - b * b;
+      const S det = a * B[0] + b * B[1] + c * B[2];
+      // guarded: a contact no dof can move (or a nearly singular block) takes the projected steps
+      const S s = det > S(1e-6) * mabs(a * d * f) && det > tiny ? S(1) / det : S(0);
+      for (int k = 0; k < 6; ++k) B[k] *= s;
+    }
     S norm = 0;
     for (int r = 0; r < 3; ++r) norm = mmax(norm, mabs(Gii[r * nr]) + mabs(Gii[r * nr + 1]) + mabs(Gii[r * nr + 2]));
     step[i] = norm > tiny ? S(1) / norm : S(0);
@@ -236,12 +338,12 @@ MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S toler
       S pn = P[0] - (B[0] * g0 + B[1] * g1 + B[2] * g2);
       S pt1 = P[1] - (B[1] * g0 + B[3] * g1 + B[4] * g2);
       S pt2 = P[2] - (B[2] * g0 + B[4] * g1 + B[5] * g2);
-      if (!(B[0] > 0 && pn > 0 && pt1 * pt1 + pt2 * pt2 <= mu * mu * pn * pn)) {
+      if (!((B[0] > 0 || fixed_normal) && B[3] > 0 && pn > 0 && pt1 * pt1 + pt2 * pt2 <= mu * mu * pn * pn)) {
         // 2. projected steps
         const S r = step[i];
         S q0 = P[0], q1 = P[1], q2 = P[2];
         for (int k = 0; k < 4; ++k) {
-          pn = mmax(q0 - r * g0, S(0));
+          pn = fixed_normal ? q0 : mmax(q0 - r * g0, S(0));
           pt1 = q1 - r * g1;
           pt2 = q2 - r * g2;
           const S pt = msqrt(pt1 * pt1 + pt2 * pt2), limit = mu * pn;
@@ -259,7 +361,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S toler
           q2 = pt2;
         }
       }
-      res = mmax(res, contact_violation(P, gamma, mu));
+      res = mmax(res, contact_violation(P, gamma, mu, fixed_normal));
       P[0] = pn;
       P[1] = pt1;
       P[2] = pt2;
@@ -270,95 +372,205 @@ MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, int max_iterations, S toler
   return it;
 }
 
-// Soft (penalty) model: for each contact with g < 0,
-//   f_n = k_n (−g) − k_d min(v_n, 0),   k_d = 2 ζ sqrt(k_n m_eff) unless given, m_eff = 1/G_nn,
-//   P_n = h f_n,
-// with v_n = J_n v_k (the spring–damper is explicit). Friction is implicit, with the normal
-// impulses fixed: the tangential impulses P_t,i ∈ {‖P_t,i‖ ≤ μ P_n,i} such that each point
-// sticks (γ_t,i = 0, γ = G P + c, c = J v_free) or slides against γ_t,i (maximal dissipation)
-// — Coulomb friction at the end of the step. For fixed P_n this is a convex problem; it is solved
-// by the block Gauss–Seidel of pgs_solve restricted to the tangent rows (2x2 sticking step, else
-// isotropic projected steps). A tangential load inside the cone is held exactly, at any step
-// size. (The seed's rule P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖, D_t a row sum of G, stopped
-// only a fraction of the sliding per step when the feet are coupled through the body: a standing
-// quadruped's feet crept apart and it sank to the ground.) Every iterate is inside the cones and
-// every local step lowers the convex objective ½ P_tᵀ G_tt P_t + P_tᵀ b_t (the kinetic energy
-// after the step), so a solve stopped by the cap still only dissipates: the caller reports it
-// but does not flag it. Slow cases: a statically indeterminate body (a box on 4 corners) with
-// some points exactly at the cone limit (cube on a slope, k_n = 1e3: up to ~2700 sweeps).
-// Returns the sweeps; *residual gets the largest tangential impulse change of the last sweep
-// times max(G_t1t1, G_t2t2) [m/s].
+// x ← A⁻¹ x for a dense n x n row-major A (overwritten), Gaussian elimination with partial
+// pivoting. False if A is singular to working precision.
 template <class S>
-MOREAU_HD int soft_impulses(const ModelView<S>& m, const S* v_k, ContactScratch<S>& cs, S h, S mu, S kn,
-                            S kd_given, S zeta, int max_iterations, S tolerance, S* residual) {
-  const int nr = 3 * cs.n;
+MOREAU_HD bool dense_solve(S* A, S* x, int n) {
+  for (int c = 0; c < n; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < n; ++r)
+      if (mabs(A[r * n + c]) > mabs(A[piv * n + c])) piv = r;
+    if (!(mabs(A[piv * n + c]) > S(0))) return false;
+    if (piv != c) {
+      for (int k = 0; k < n; ++k) {
+        const S t = A[c * n + k];
+        A[c * n + k] = A[piv * n + k];
+        A[piv * n + k] = t;
+      }
+      const S t = x[c];
+      x[c] = x[piv];
+      x[piv] = t;
+    }
+    for (int r = c + 1; r < n; ++r) {
+      const S f = A[r * n + c] / A[c * n + c];
+      if (f == 0) continue;
+      for (int k = c; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
+      x[r] -= f * x[c];
+    }
+  }
+  for (int r = n - 1; r >= 0; --r) {
+    S s = x[r];
+    for (int k = r + 1; k < n; ++k) s -= A[r * n + k] * x[k];
+    x[r] = s / A[r * n + r];
+  }
+  return true;
+}
+
+// Classification of a converged contact (CONTACT.md, "Adjoint of the contact solve").
+enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
+
+// Adjoint of pgs_solve by implicit differentiation at its converged P (docs/gradients.md).
+// Per contact, the conditions F = 0 that fix P:
+//   separated (P_n = 0):                   P_i = 0
+//   sticking (P_n > 0, ‖P_t‖ < μ P_n):      γ_i = 0
+//   sliding (‖P_t‖ = μ P_n, ‖γ_t‖ > 0):     γ_n = 0,  P_t + μ P_n γ_t/‖γ_t‖ = 0
+// (with `fixed_normal` the normal rows are P_n = the given impulse instead). With M = ∂F/∂P,
+// y solves Mᵀ y = P̄ and θ̄ = −(∂F/∂θ)ᵀ y for θ = c, G, w, μ, and the given normal impulses
+// (adj_pn). Mᵀ y = P̄ is solved by least squares, (M Mᵀ + δ) y = M P̄ with a tiny Tikhonov δ:
+// redundant contacts (four corners of a box on the ground) make M singular with P̄ in its range
+// (P̄ = w ∘ J z), and the minimum-norm y gives the gradient of the unique velocities. At a switch
+// the contact takes the class of its solution (separated when P_n = 0; sticking unless ‖P_t‖
+// reaches the cone within 1e-6 relative and the slip velocity is non-zero). False if the system
+// cannot be solved.
+template <class S>
+MOREAU_HD bool adj_pgs_solve(ContactScratch<S>& cs, S mu, bool fixed_normal, const S* adj_P, S* adj_c, S* adj_G,
+                             S* adj_w, S& adj_mu, S* adj_pn) {
+  const int n = cs.n, nr = 3 * n;
+  S gamma[3 * kMaxActive], y[3 * kMaxActive];
+  S M[9 * kMaxActive * kMaxActive];  // holds Mᵀ: M[s][r] = ∂F_r/∂P_s
+  int cls[kMaxActive];
+  // γ = (W ∘ G) P + c, W_ij = 1 for i = j and w_j otherwise
+  for (int r = 0; r < nr; ++r) {
+    S g = cs.c[r];
+    for (int s = 0; s < nr; ++s) g += (s / 3 == r / 3 ? S(1) : cs.w[s / 3]) * cs.G[r * nr + s] * cs.P[s];
+    gamma[r] = g;
+  }
   const S tiny = S(1e-12);
-  S Binv[3 * kMaxActive], step[kMaxActive];  // per contact: G_tt⁻¹ (00, 01, 11) and 1/‖G_tt‖∞
-  bool any = false;
+  for (int i = 0; i < n; ++i) {
+    const S* P = cs.P + 3 * i;
+    const S pt = msqrt(P[1] * P[1] + P[2] * P[2]);
+    const S gt = msqrt(gamma[3 * i + 1] * gamma[3 * i + 1] + gamma[3 * i + 2] * gamma[3 * i + 2]);
+    cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
+  }
+  for (int r = 0; r < nr; ++r) {
+    const int i = r / 3, a = r % 3;
+    S row[3 * kMaxActive];
+    for (int s = 0; s < nr; ++s) row[s] = 0;
+    if (cls[i] == kSeparated || (fixed_normal && a == 0)) {
+      row[r] = 1;
+    } else if (cls[i] == kSticking || a == 0) {  // ∂γ_r/∂P = (W ∘ G)_r
+      for (int s = 0; s < nr; ++s) row[s] = (s / 3 == i ? S(1) : cs.w[s / 3]) * cs.G[r * nr + s];
+    } else {  // sliding tangent row: P_ta + μ P_n u_a, u = γ_t/‖γ_t‖
+      const S g1 = gamma[3 * i + 1], g2 = gamma[3 * i + 2], gt = msqrt(g1 * g1 + g2 * g2);
+      const S u[2] = {g1 / gt, g2 / gt};
+      const S pn = cs.P[3 * i];
+      row[r] += 1;
+      row[3 * i] += mu * u[a - 1];
+      for (int b = 1; b < 3; ++b) {  // μ P_n (1 − u uᵀ)/‖γ_t‖ ∂γ_t/∂P
+        const S k = mu * pn * ((a == b ? S(1) : S(0)) - u[a - 1] * u[b - 1]) / gt;
+        const int rb = 3 * i + b;
+        for (int s = 0; s < nr; ++s) row[s] += k * (s / 3 == i ? S(1) : cs.w[s / 3]) * cs.G[rb * nr + s];
+      }
+    }
+    for (int s = 0; s < nr; ++s) M[s * nr + r] = row[s];
+  }
+  {
+    S MMt[9 * kMaxActive * kMaxActive];
+    S diag_max = 0;
+    for (int a = 0; a < nr; ++a) {
+      S b = 0;
+      for (int k = 0; k < nr; ++k) b += M[k * nr + a] * adj_P[k];
+      y[a] = b;
+      for (int c = 0; c < nr; ++c) {
+        S t = 0;
+        for (int k = 0; k < nr; ++k) t += M[k * nr + a] * M[k * nr + c];
+        MMt[a * nr + c] = t;
+      }
+      diag_max = mmax(diag_max, MMt[a * nr + a]);
+    }
+    const S delta = diag_max * S(sizeof(S) == 4 ? 1e-7 : 1e-14);
+    for (int a = 0; a < nr; ++a) MMt[a * nr + a] += delta;
+    if (!dense_solve(MMt, y, nr)) return false;
+  }
+  // γ̄ = −(∂F/∂γ)ᵀ y; μ̄ from the sliding rows; the given normal impulses get y_n
+  S adj_gamma[3 * kMaxActive];
+  for (int r = 0; r < nr; ++r) adj_gamma[r] = 0;
+  for (int i = 0; i < n; ++i) {
+    if (fixed_normal) adj_pn[i] += y[3 * i];
+    if (cls[i] == kSeparated) continue;
+    if (!fixed_normal) adj_gamma[3 * i] = -y[3 * i];
+    if (cls[i] == kSticking) {
+      adj_gamma[3 * i + 1] = -y[3 * i + 1];
+      adj_gamma[3 * i + 2] = -y[3 * i + 2];
+      continue;
+    }
+    const S g1 = gamma[3 * i + 1], g2 = gamma[3 * i + 2], gt = msqrt(g1 * g1 + g2 * g2);
+    const S u[2] = {g1 / gt, g2 / gt};
+    const S pn = cs.P[3 * i];
+    for (int b = 0; b < 2; ++b) {
+      S acc = 0;
+      for (int a = 0; a < 2; ++a) acc += ((a == b ? S(1) : S(0)) - u[a] * u[b]) * y[3 * i + 1 + a];
+      adj_gamma[3 * i + 1 + b] = -mu * pn * acc / gt;
+    }
+    adj_mu -= pn * (u[0] * y[3 * i + 1] + u[1] * y[3 * i + 2]);
+  }
+  // γ = (W ∘ G) P + c
+  for (int r = 0; r < nr; ++r) {
+    const int i = r / 3;
+    adj_c[r] += adj_gamma[r];
+    if (adj_gamma[r] == 0) continue;
+    for (int s = 0; s < nr; ++s) {
+      const int j = s / 3;
+      adj_G[r * nr + s] += (j == i ? S(1) : cs.w[j]) * adj_gamma[r] * cs.P[s];
+      if (j != i) adj_w[j] += adj_gamma[r] * cs.G[r * nr + s] * cs.P[s];
+    }
+  }
+  return true;
+}
+
+// Soft (penalty) normal impulses, for each contact with g < 0:
+//   f_n = k_n (−g) − k_d min(v_n, 0),   k_d = 2 ζ sqrt(k_n m_eff) unless given, m_eff = 1/G_nn,
+//   P_n = h max(f_n, 0),   v_n = J_n v_k (the spring–damper is explicit).
+// Friction is then implicit with these normal impulses fixed (pgs_solve with fixed_normal):
+// tangential impulses ‖P_t,i‖ ≤ μ P_n,i such that each point sticks (γ_t,i = 0, γ = G P + c,
+// c = J v_free) or slides against γ_t,i — Coulomb friction at the end of the step, so a
+// tangential load inside the cone is held exactly at any step size. (The seed's explicit rule
+// P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖ stopped only part of the sliding per step when the
+// feet are coupled through the body: a standing quadruped's feet crept apart and it sank.)
+template <class S>
+MOREAU_HD void soft_normal_impulses(const ModelView<S>& m, const S* v_k, ContactScratch<S>& cs, S h, S kn,
+                                    S kd_given, S zeta) {
+  const int nr = 3 * cs.n;
   for (int i = 0; i < cs.n; ++i) {
     S vn = 0;
     for (int d = 0; d < m.nv; ++d) vn += cs.J[3 * i * m.nv + d] * v_k[d];
-    const S* Gii = cs.G + 3 * i * nr + 3 * i;
-    const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / mmax(Gii[0], tiny));
-    const S pn = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
-    cs.P[3 * i] = pn;
-    cs.P[3 * i + 1] = cs.P[3 * i + 2] = 0;
-    any |= pn > 0;
-    const S a = Gii[nr + 1], b = Gii[nr + 2], d = Gii[2 * nr + 2], det = a * d - b * b;
-    const S s = det > S(1e-6) * mabs(a * d) && det > tiny ? S(1) / det : S(0);
-    Binv[3 * i] = d * s;
-    Binv[3 * i + 1] = -b * s;
-    Binv[3 * i + 2] = a * s;
-    const S norm = mmax(mabs(a) + mabs(b), mabs(b) + mabs(d));
-    step[i] = norm > tiny ? S(1) / norm : S(0);
+    const S gnn = mmax(cs.G[3 * i * nr + 3 * i], S(1e-12));
+    const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / gnn);
+    cs.P[3 * i] = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
   }
-  S res = 0;
-  int it = 0;
-  while (any && it < max_iterations) {
-    ++it;
-    res = 0;
-    for (int i = 0; i < cs.n; ++i) {
-      S* P = cs.P + 3 * i;
-      if (!(P[0] > 0)) continue;
-      S g1 = cs.c[3 * i + 1], g2 = cs.c[3 * i + 2];
-      const S* row1 = cs.G + (3 * i + 1) * nr;
-      const S* row2 = cs.G + (3 * i + 2) * nr;
-      for (int col = 0; col < nr; ++col) {
-        g1 += row1[col] * cs.P[col];
-        g2 += row2[col] * cs.P[col];
+}
+
+// Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows), adj_v_k,
+// adj_G (diagonal normal entries, through m_eff) and adj_kn.
+template <class S>
+MOREAU_HD void adj_soft_normal_impulses(const ModelView<S>& m, const S* v_k, const ContactScratch<S>& cs, S h, S kn,
+                                        S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
+                                        S* adj_G, S& adj_kn) {
+  const int nr = 3 * cs.n, nv = m.nv;
+  for (int i = 0; i < cs.n; ++i) {
+    if (!(cs.P[3 * i] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
+    const S* Jn = cs.J + 3 * i * nv;
+    S vn = 0;
+    for (int d = 0; d < nv; ++d) vn += Jn[d] * v_k[d];
+    const S G0 = cs.G[3 * i * nr + 3 * i], gnn = mmax(G0, S(1e-12));
+    const bool from_zeta = !(kd_given >= 0);
+    const S kd = from_zeta ? S(2) * zeta * msqrt(kn / gnn) : kd_given;
+    const S a = h * adj_pn[i];               // f̄_n
+    const S damp = -mmin(vn, S(0));          // f_n = k_n (−g) + k_d damp
+    adj_gap[i] -= kn * a;
+    adj_kn += -cs.gap[i] * a;
+    if (vn < 0) {  // ∂f/∂v_n = −k_d
+      const S adj_vn = -kd * a;
+      for (int d = 0; d < nv; ++d) {
+        adj_v_k[d] += Jn[d] * adj_vn;
+        adj_J[3 * i * nv + d] += v_k[d] * adj_vn;
       }
-      const S* B = Binv + 3 * i;
-      const S limit = mu * P[0];
-      S pt1 = P[1] - (B[0] * g1 + B[1] * g2), pt2 = P[2] - (B[1] * g1 + B[2] * g2);
-      if (!(B[0] > 0 && pt1 * pt1 + pt2 * pt2 <= limit * limit)) {
-        const S r = step[i];
-        const S G11 = row1[3 * i + 1], G12 = row1[3 * i + 2], G22 = row2[3 * i + 2];
-        S q1 = P[1], q2 = P[2];
-        for (int k = 0; k < 4; ++k) {
-          pt1 = q1 - r * g1;
-          pt2 = q2 - r * g2;
-          const S pt = msqrt(pt1 * pt1 + pt2 * pt2);
-          if (pt > limit) {
-            const S scale = pt > 0 ? limit / pt : S(0);
-            pt1 *= scale;
-            pt2 *= scale;
-          }
-          const S d1 = pt1 - q1, d2 = pt2 - q2;
-          g1 += G11 * d1 + G12 * d2;
-          g2 += G12 * d1 + G22 * d2;
-          q1 = pt1;
-          q2 = pt2;
-        }
-      }
-      const S change = mmax(mabs(pt1 - P[1]), mabs(pt2 - P[2]));
-      res = mmax(res, change * mmax(mmax(row1[3 * i + 1], row2[3 * i + 2]), tiny));
-      P[1] = pt1;
-      P[2] = pt2;
     }
-    if (res <= tolerance) break;
+    if (from_zeta && damp > 0) {  // k_d = 2 ζ sqrt(k_n / G_nn)
+      adj_kn += damp * a * kd / (2 * kn);
+      if (G0 > S(1e-12)) adj_G[3 * i * nr + 3 * i] -= damp * a * kd / (2 * gnn);
+    }
   }
-  *residual = res;
-  return it;
 }
 
 template <class S>
@@ -368,49 +580,51 @@ struct ContactResult {
   S residual;
 };
 
-// The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ P_applied; v_k is
-// the velocity at the start of the step (the soft model's explicit velocity).
-// ws holds the kinematics and the factorised H at q_M. Writes per-point contact information
-// when `gaps` / `impulses` / `active` are not null.
+// The solve of the contact stage for `mode` at q_M (kinematics and factorised H in ws) and
+// v_free: the active set with its Jacobians, G, c (with any bias), the gates w and the solver's
+// impulses P (before gating), and the solver statistics. v_k is the velocity at the start of
+// the step (the soft model's explicit velocity); gaps of all points go to `gaps` (may be null).
+template <class S, class Ground>
+MOREAU_HD ContactResult<S> contact_solve(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                                         int env, int mode, const S* qM, const S* v_k, S h, const Ground& ground,
+                                         Workspace<S>& ws, ContactScratch<S>& cs, const S* v_free, S* gaps) {
+  ContactResult<S> result{0, 0, S(0)};
+  const S mu = p.friction.get(env);
+  S threshold = 0;  // soft: g < 0; hard: speculative reach (10 m/s in one step); smooth: g_max
+  if (mode == kContactSmooth) threshold = p.smooth_gmax.get(env);
+  if (mode != kContactSmooth && mode != kContactSoft && cfg.speculative) threshold = S(10) * h;
+  contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
+  if (cs.n == 0) return result;
+  delassus(m, ws.H, v_free, cs);
+  const bool soft = mode == kContactSoft;
+  if (soft) {
+    soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
+  } else if (mode == kContactSmooth) {
+    const S k = p.smooth_k.get(env);
+    for (int i = 0; i < cs.n; ++i) cs.w[i] = smooth_gate(k, cs.gap[i]);
+  } else if (cfg.speculative) {
+    // the next midpoint is q_M ⊕ h v_{k+1}: its gap g + h γ_n must not be negative
+    for (int i = 0; i < cs.n; ++i) cs.c[3 * i] += mmax(cs.gap[i], S(0)) / h;
+  }
+  result.iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &result.residual);
+  if (result.residual > cfg.tolerance) result.status = kStatusSolverNotConverged;
+  return result;
+}
+
+// The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ (w ∘ P). Writes
+// per-point contact information when `gaps` / `impulses` / `active` are not null.
 template <class S, class Ground>
 MOREAU_HD ContactResult<S> contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                          int env, const S* qM, const S* v_k, S h, const Ground& ground,
                                          Workspace<S>& ws, ContactScratch<S>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
-  ContactResult<S> result{0, 0, S(0)};
-  const int mode = cfg.mode;
-  const S mu = p.friction.get(env);
-  S threshold = 0;
-  if (mode == kContactSmooth) threshold = p.smooth_gmax.get(env);
-  // speculative: a contact this far away cannot be reached at 10 m/s within the step
-  if ((mode == kContactHard || mode == kContactHardSmoothGrad) && cfg.speculative) threshold = S(10) * h;
-  contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
+  const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
   const int nr = 3 * cs.n;
-  for (int r = 0; r < nr; ++r) cs.P[r] = 0;
   if (cs.n > 0) {
-    delassus(m, ws.H, v, cs);
-    if (mode == kContactSoft) {
-      result.iterations = soft_impulses(m, v_k, cs, h, mu, p.contact_kn.get(env), p.contact_kd.get(env),
-                                        p.contact_zeta.get(env), cfg.max_iterations, cfg.tolerance, &result.residual);
-      // no status flag: an unconverged friction iterate is still inside the cones and dissipative
-    } else {
-      if (mode == kContactSmooth) {
-        const S k = p.smooth_k.get(env);
-        for (int i = 0; i < cs.n; ++i) cs.w[i] = smooth_gate(k, cs.gap[i]);
-      } else if (cfg.speculative) {
-        // the next midpoint is q_M ⊕ h v_{k+1}: its gap g + h γ_n must not be negative
-        for (int i = 0; i < cs.n; ++i) cs.c[3 * i] += mmax(cs.gap[i], S(0)) / h;
-      }
-      result.iterations = pgs_solve(cs, mu, cfg.max_iterations, cfg.tolerance, &result.residual);
-      if (result.residual > cfg.tolerance) result.status = kStatusSolverNotConverged;
-      for (int i = 0; i < cs.n; ++i)
-        for (int a = 0; a < 3; ++a) cs.P[3 * i + a] *= cs.w[i];  // applied impulse w_i P_i
-    }
-    // v += H⁻¹ Jᵀ P
-    S x[kMaxNv];
+    S x[kMaxNv];  // H⁻¹ Jᵀ (w ∘ P)
     for (int d = 0; d < m.nv; ++d) x[d] = 0;
     for (int r = 0; r < nr; ++r)
-      for (int d = 0; d < m.nv; ++d) x[d] += cs.J[r * m.nv + d] * cs.P[r];
+      for (int d = 0; d < m.nv; ++d) x[d] += cs.J[r * m.nv + d] * cs.w[r / 3] * cs.P[r];
     ltl_solve(m, ws.H, x);
     for (int d = 0; d < m.nv; ++d) v[d] += x[d];
   }
@@ -420,11 +634,90 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S>& m, const ContactSet
       active[k] = gaps[k] <= 0;
     }
     for (int i = 0; i < cs.n; ++i) {
-      impulses[cs.con[i]] = cs.P[3 * i];
+      impulses[cs.con[i]] = cs.w[i] * cs.P[3 * i];
       if (cs.P[3 * i] > 0) active[cs.con[i]] = 1;
     }
   }
   return result;
+}
+
+// Contact parameters that carry gradients.
+template <class S>
+struct ContactParamAdjoint {
+  S friction;
+  S contact_kn;
+  S smooth_k;
+};
+
+// Adjoint of contact_stage (docs/gradients.md, "Contact"). Re-solves the contact problem at
+// the same inputs in the adjoint's mode (hard_smooth_grad: the smooth model — a straight-through
+// gradient), then, given adj_v_next, accumulates adj_v_free, adj_v_k (soft), adj_qM, aw and the
+// parameter adjoints. Returns status bits.
+template <class S, class Ground>
+MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                                const S* qM, const S* v_k, S h, const Ground& ground, Workspace<S>& ws,
+                                ContactScratch<S>& cs, const S* v_free, const S* adj_v_next, S* adj_v_free,
+                                S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
+  const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
+  contact_solve(m, cfg, p, env, mode, qM, v_k, h, ground, ws, cs, v_free, static_cast<S*>(nullptr));
+  const int nv = m.nv, n = cs.n, nr = 3 * n;
+  for (int d = 0; d < nv; ++d) adj_v_free[d] += adj_v_next[d];
+  if (n == 0) return 0;
+  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: with z = H⁻¹ v̄_next,
+  // P̄_app = J z, J̄ += P_app zᵀ, and ⟨−z, dH x⟩ with x = H⁻¹ Jᵀ P_app
+  S z[kMaxNv], x[kMaxNv], adj_Papp[3 * kMaxActive];
+  for (int d = 0; d < nv; ++d) {
+    z[d] = adj_v_next[d];
+    x[d] = 0;
+  }
+  ltl_solve(m, ws.H, z);
+  for (int r = 0; r < nr; ++r) {
+    S t = 0;
+    for (int d = 0; d < nv; ++d) {
+      t += cs.J[r * nv + d] * z[d];
+      x[d] += cs.J[r * nv + d] * cs.P[r] * cs.w[r / 3];
+    }
+    adj_Papp[r] = t;
+  }
+  ltl_solve(m, ws.H, x);
+  S adj_J[3 * kMaxActive * kMaxNv], adj_G[9 * kMaxActive * kMaxActive], adj_c[3 * kMaxActive];
+  S adj_P[3 * kMaxActive], adj_w[kMaxActive], adj_gap[kMaxActive], adj_pn[kMaxActive];
+  for (int r = 0; r < nr; ++r) {
+    for (int d = 0; d < nv; ++d) adj_J[r * nv + d] = cs.P[r] * cs.w[r / 3] * z[d];
+    for (int s = 0; s < nr; ++s) adj_G[r * nr + s] = 0;
+    adj_c[r] = 0;
+    adj_P[r] = cs.w[r / 3] * adj_Papp[r];
+  }
+  for (int i = 0; i < n; ++i) {
+    adj_w[i] = cs.P[3 * i] * adj_Papp[3 * i] + cs.P[3 * i + 1] * adj_Papp[3 * i + 1] +
+               cs.P[3 * i + 2] * adj_Papp[3 * i + 2];
+    adj_gap[i] = adj_pn[i] = 0;
+  }
+  S tau_adj[kMaxNv];
+  for (int d = 0; d < nv; ++d) tau_adj[d] = -z[d];
+  adj_mass_times(m, x, tau_adj, ws, aw);
+  const bool soft = mode == kContactSoft;
+  if (!adj_pgs_solve(cs, p.friction.get(env), soft, adj_P, adj_c, adj_G, adj_w, adj_p.friction, adj_pn))
+    return kStatusNoGradient;
+  if (soft) {
+    adj_soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
+                             adj_pn, adj_gap, adj_J, adj_v_k, adj_G, adj_p.contact_kn);
+  } else if (mode == kContactSmooth) {  // w = σ(−k g): ∂w/∂g = −k w (1 − w), ∂w/∂k = −g w (1 − w)
+    const S k = p.smooth_k.get(env);
+    for (int i = 0; i < n; ++i) {
+      const S kg = k * cs.gap[i];
+      if (kg <= S(-100) || kg >= S(50)) continue;
+      const S dw = -cs.w[i] * (1 - cs.w[i]) * adj_w[i];
+      adj_gap[i] += k * dw;
+      adj_p.smooth_k += cs.gap[i] * dw;
+    }
+  } else if (cfg.speculative) {  // c_n += max(g, 0)/h
+    for (int i = 0; i < n; ++i)
+      if (cs.gap[i] > 0) adj_gap[i] += adj_c[3 * i] / h;
+  }
+  adj_delassus(m, ws, cs, v_free, adj_G, adj_c, adj_J, adj_v_free, aw);
+  adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
+  return 0;
 }
 
 }  // namespace kern

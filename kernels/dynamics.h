@@ -213,6 +213,20 @@ MOREAU_HD void crba(const ModelView<S>& m, const S* diag_extra, Workspace<S>& ws
   for (int k = 0; k < nv; ++k) ws.H[k * nv + k] += m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
 }
 
+// ⟨τ̄, H(q) x⟩ differentiated in q (into aw) by a reverse RNEA sweep without velocity and
+// gravity: H(q) x = RNEA(q, 0, x) − g(q). Uses and overwrites ws.vel/acc/f.
+template <class S>
+MOREAU_HD void adj_mass_times(const ModelView<S>& m, const S* x, const S* tau_adj, Workspace<S>& ws,
+                              AdjWorkspace<S>& aw) {
+  ModelView<S> m0 = m;
+  m0.gravity[0] = m0.gravity[1] = m0.gravity[2] = 0;
+  S zero[kMaxNv], scratch[kMaxNv];
+  for (int k = 0; k < m.nv; ++k) zero[k] = scratch[k] = 0;
+  rnea(m0, zero, x, ws, scratch);
+  for (int k = 0; k < m.nv; ++k) scratch[k] = 0;
+  adj_rnea(m0, zero, x, ws, scratch, static_cast<S*>(nullptr), tau_adj, aw);
+}
+
 // In-place H = Lᵀ L exploiting branch-induced sparsity (L_kj ≠ 0 only for j an ancestor
 // dof of k, via dof_parent). Uses and overwrites the lower triangle. False if H is not
 // positive definite.

@@ -7,7 +7,7 @@
 //   q_{k+1} = q_M ⊕ (h/2) v_{k+1}
 #pragma once
 
-#include "kernels/contact_adjoint_wip.h"
+#include "kernels/contact.h"
 
 namespace moreau {
 namespace kern {
@@ -165,7 +165,7 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 // λ = (H + hD)⁻¹ v̄_free (the same factorisation; ARCHITECTURE.md §4):
 //   x̄ −= (∂r/∂x)ᵀ λ  for x = q_M, v, u, parameters:
 // adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ. The contact stage's
-// adjoint (adj_contact_solve) comes first; hard_smooth_grad returns the smooth model's
+// adjoint (adj_contact_stage) comes first; hard_smooth_grad returns the smooth model's
 // gradient at the hard forward's inputs. Accumulates into adj_q, adj_v, adj_ctrl, adj_p.
 // Returns status bits (0 = ok).
 template <class S>
@@ -174,7 +174,6 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
                                ParamAdjoint<S>& adj_p, const S* adj_q_out, const S* adj_v_out, Workspace<S>& ws,
                                AdjWorkspace<S>& aw, ContactScratch<S>& cs, ContactInfo<S>& info) {
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
-  if (contact && cfg.mode == kContactSoft) return kStatusNoGradient;
   const int nv = m.nv;
   S qM[kMaxNq], dv[kMaxNv], v1[kMaxNv], v2[kMaxNv], adj_qM[kMaxNq], lambda[kMaxNv], adj_v2[kMaxNv], a[kMaxNv],
       tau_adj[kMaxNv];
@@ -188,10 +187,9 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   adj_clear(m, aw);
   // v_{k+1} = v_free + H⁻¹ Jᵀ P_applied
   for (int k = 0; k < nv; ++k) lambda[k] = contact ? S(0) : adj_v2[k];
-  if (contact) {
-    const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
-    contact_solve(m, cfg, p, env, mode, qM, h, PlaneGround<S>{}, ws, cs, v1);
-    const int st = adj_contact_solve(m, cfg, p, env, h, mode, ws, cs, v1, adj_v2, lambda, adj_qM, aw, adj_p.contact);
+  if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
+    const int st = adj_contact_stage(m, cfg, p, env, qM, v, h, PlaneGround<S>{}, ws, cs, v1, adj_v2, lambda, adj_v,
+                                     adj_qM, aw, adj_p.contact);
     if (st) return st;
   }
   // v_free = v + Δv

@@ -94,6 +94,9 @@ struct Problem {
       grads.kp = params->kp;
       grads.kd = params->kd;
       grads.added_base_mass = params->added_base_mass;
+      grads.friction = params->friction;
+      grads.contact_kn = params->contact_kn;
+      grads.smooth_k = params->smooth_k;
     }
     std::vector<int32_t> status(in.n);
     sim.step_adjoint(in.q.data(), in.v.data(), in.u.data(), w.q.data(), w.v.data(), grads, status.data());
@@ -295,22 +298,114 @@ TEST(RolloutGradient, ThirtyTwoStepsMatchChainedAdjointsAndFiniteDifferences) {
   }
 }
 
-// 100,000 random steps without contact, including extreme states: no NaN or Inf in any
-// gradient from a finite state (a non-finite one would set kStatusNanGradient).
+// 100,000 random steps over all modes, including extreme states (fast spins, bases pressed
+// into the ground, wild actions): no NaN or Inf in any gradient from a finite state (a
+// non-finite one would set kStatusNanGradient).
 TEST(StepGradient, NoNonFiniteGradientsOverManyRandomSteps) {
-  const int n = 2000, rounds = 50;
-  Problem P("anymal_c.json", n, ContactMode::None, 12);
-  std::mt19937 rng(13);
-  std::normal_distribution<double> normal(0, 1);
-  for (int r = 0; r < rounds; ++r) {
-    const double scale = r % 5 == 0 ? 30.0 : 1.0;  // every fifth round: very fast states
-    for (double& x : P.in.v) x = scale * normal(rng);
-    for (double& x : P.in.u) x = 5 * normal(rng);
-    Batch g = P.gradient();
-    for (double x : g.q) ASSERT_TRUE(std::isfinite(x));
-    for (double x : g.v) ASSERT_TRUE(std::isfinite(x));
-    for (double x : g.u) ASSERT_TRUE(std::isfinite(x));
+  const int n = 1000, rounds = 20;
+  for (ContactMode mode :
+       {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", n, mode, 12, 0.0);
+    std::mt19937 rng(13);
+    std::normal_distribution<double> normal(0, 1);
+    std::uniform_real_distribution<double> height(0.2, 0.7);
+    for (int r = 0; r < rounds; ++r) {
+      const double scale = r % 5 == 0 ? 30.0 : 1.0;  // every fifth round: very fast states
+      for (int e = 0; e < n; ++e) P.in.q[2 * n + e] = height(rng);  // feet above, on and in the ground
+      for (double& x : P.in.v) x = scale * normal(rng);
+      for (double& x : P.in.u) x = 5 * normal(rng);
+      Batch g(P.model, n);
+      Simulator::Gradients grads;
+      grads.q = g.q.data();
+      grads.v = g.v.data();
+      grads.action = g.u.data();
+      std::vector<int32_t> status(n);
+      P.sim.step_adjoint(P.in.q.data(), P.in.v.data(), P.in.u.data(), P.w.q.data(), P.w.v.data(), grads,
+                         status.data());
+      for (int e = 0; e < n; ++e) ASSERT_EQ(status[e] & kStatusNanGradient, 0) << "env " << e << " round " << r;
+      for (double x : g.q) ASSERT_TRUE(std::isfinite(x));
+      for (double x : g.v) ASSERT_TRUE(std::isfinite(x));
+      for (double x : g.u) ASSERT_TRUE(std::isfinite(x));
+    }
   }
+}
+
+// float32 and float64 gradients of the same step agree: relative 2e-3 with a floor of 2e-3 of
+// the largest gradient (float32 carries ~7 digits through a step, a contact solve and its
+// adjoint).
+TEST(StepGradient, FloatAndDoubleGradientsAgree) {
+  for (ContactMode mode : {ContactMode::None, ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 71, 0.0);
+    P.sim.step(100);
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    P.in.q[2] -= 1e-3;
+    const Batch gd = P.gradient();
+    SimulatorOptions o = Problem::options(1, mode);
+    o.dtype = DType::Float32;
+    o.contact.tolerance = 0;  // the float default
+    o.contact.max_iterations = 500;
+    Simulator sim(P.model, o);
+    auto to_float = [](const Vec& x) { return std::vector<float>(x.begin(), x.end()); };
+    const std::vector<float> q = to_float(P.in.q), v = to_float(P.in.v), u = to_float(P.in.u), wq = to_float(P.w.q),
+                             wv = to_float(P.w.v);
+    std::vector<float> gq(q.size()), gv(v.size()), gu(u.size());
+    Simulator::Gradients g;
+    g.q = gq.data();
+    g.v = gv.data();
+    g.action = gu.data();
+    int32_t status = 0;
+    sim.step_adjoint(q.data(), v.data(), u.data(), wq.data(), wv.data(), g, &status);
+    EXPECT_EQ(status & ~kStatusSolverNotConverged, 0);
+    double big = 0;
+    for (double x : gd.v) big = std::max(big, std::abs(x));
+    EXPECT_NEAR_REL(Vec(gv.begin(), gv.end()), gd.v, 2e-3, 2e-3 * big, "dL/dv float vs double");
+    EXPECT_NEAR_REL(Vec(gu.begin(), gu.end()), gd.u, 2e-3, 2e-3 * big, "dL/daction float vs double");
+  }
+}
+
+// CUDA vs CPU gradients on 10,000 environments with distinct states, hard contact. The
+// caller buffers of step_adjoint must live on the simulator's device: the state buffers of
+// helper simulators on the same device serve (their get_state reads them back).
+TEST(StepGradient, CudaMatchesCpuOnTenThousandEnvironments) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: moreau built without CUDA or no GPU present";
+  const int n = 10000;
+  const Model model = load_model(asset("anymal_c.json"));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1), height(0.3, 0.6);
+  Vec q(n * model.nq), v(n * model.nv), act(n * model.nu), wq(q.size()), wv(v.size());  // row-major
+  for (int e = 0; e < n; ++e) {
+    Vec qe(model.nq), ve(model.nv);
+    test::random_state(model, rng, qe.data(), ve.data());
+    qe[2] = height(rng);
+    for (int k = 0; k < model.nq; ++k) q[e * model.nq + k] = qe[k];
+    for (int k = 0; k < model.nv; ++k) v[e * model.nv + k] = 0.5 * ve[k];
+    for (int a = 0; a < model.nu; ++a) act[e * model.nu + a] = model.qpos0[model.actuator_qposadr[a]] + 0.3 * u(rng);
+  }
+  for (double& x : wq) x = u(rng);
+  for (double& x : wv) x = u(rng);
+  auto gradients = [&](Device device, Vec& gq, Vec& gv) {
+    SimulatorOptions o;
+    o.n_env = n;
+    o.device = device;
+    Simulator sim(model, o), weights(model, o), out(model, o);
+    sim.set_state(q.data(), v.data(), n);
+    sim.set_action(act.data(), n);
+    weights.set_state(wq.data(), wv.data(), n);
+    Simulator::Gradients g;
+    g.q = out.q().data;
+    g.v = out.v().data;
+    g.action = out.action().data;
+    sim.step_adjoint(sim.q().data, sim.v().data, sim.action().data, weights.q().data, weights.v().data, g,
+                     static_cast<int32_t*>(out.status().data));
+    out.get_state(gq.data(), gv.data(), n);
+  };
+  Vec cq(q.size()), cv(v.size()), gq(q.size()), gv(v.size());
+  gradients(Device::CPU, cq, cv);
+  gradients(Device::CUDA, gq, gv);
+  EXPECT_NEAR_REL(gq, cq, 1e-2, 1e-2, "dL/dq CUDA vs CPU");
+  EXPECT_NEAR_REL(gv, cv, 1e-2, 1e-2, "dL/dv CUDA vs CPU");
 }
 
 }  // namespace
@@ -363,7 +458,7 @@ void expect_ball_gradient_matches_fd(ContactMode mode, double gravity_x, unsigne
 }
 
 TEST(ContactGradient, BallSingleContactMatchesFiniteDifferences) {
-  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
     SCOPED_TRACE(contact_mode_name(mode));
     expect_ball_gradient_matches_fd(mode, 0.0, 31);
     expect_ball_gradient_matches_fd(mode, 9.0, 32);
@@ -383,6 +478,45 @@ TEST(ContactGradient, SmoothCubeMatchesFiniteDifferences) {
   expect_contact_gradient_matches_fd(ContactMode::Smooth, 8.0, 24, 1e-5);
 }
 
+TEST(ContactGradient, SoftCubeMatchesFiniteDifferences) {
+  expect_contact_gradient_matches_fd(ContactMode::Soft, 0.0, 25, 1e-5);
+  expect_contact_gradient_matches_fd(ContactMode::Soft, 8.0, 26, 1e-5);
+}
+
+// ∂L/∂(friction, smooth_k, contact_kn) against finite differences on the ball, sliding.
+TEST(ContactGradient, ContactParameterGradientsMatchFiniteDifferences) {
+  struct Case {
+    ContactMode mode;
+    const char* param;
+    double value, eps;
+  };
+  for (const Case& c : {Case{ContactMode::Hard, "friction", 0.4, 1e-6}, Case{ContactMode::Smooth, "friction", 0.4, 1e-6},
+                        Case{ContactMode::Smooth, "smooth_k", 300, 1e-3}, Case{ContactMode::Soft, "contact_kn", 1e4, 1e-2},
+                        Case{ContactMode::Soft, "friction", 0.4, 1e-6}}) {
+    SCOPED_TRACE(std::string(contact_mode_name(c.mode)) + " " + c.param);
+    Problem P(ball_model(), 1, c.mode, 61, 0.0, 9.0);
+    P.in.q = {0.3, -0.1, 0.1 - 2e-4, 0.98, 0.1, -0.15, 0.05};
+    P.in.v = {0.2, -0.1, -0.05, 0.3, 0.2, -0.1};
+    double value = c.value;
+    P.sim.set_param(c.param, &value, 1, 1);
+    Vec g(1, 0.0);
+    Simulator::Gradients params;
+    void* out = g.data();
+    if (std::string(c.param) == "friction") params.friction = out;
+    if (std::string(c.param) == "smooth_k") params.smooth_k = out;
+    if (std::string(c.param) == "contact_kn") params.contact_kn = out;
+    P.gradient(&params);
+    const double fd = central(
+        [&] {
+          P.sim.set_param(c.param, &value, 1, 1);
+          return P.loss(P.in);
+        },
+        value, c.eps);
+    EXPECT_NEAR(g[0], fd, 1e-5 * std::max(1e-3, std::abs(fd)));
+    EXPECT_GT(std::abs(g[0]), 0);
+  }
+}
+
 }  // namespace
 }  // namespace moreau
 
@@ -392,7 +526,7 @@ namespace {
 // ANYmal C standing on its four feet (settled under PD on hard contact), then one control step
 // differentiated in each mode with a solve converged far below ε.
 TEST(ContactGradient, StandingQuadrupedMatchesFiniteDifferences) {
-  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
     SCOPED_TRACE(contact_mode_name(mode));
     Problem P("anymal_c.json", 1, mode, 41, 0.0);
     P.sim.step(100);  // settle from the default pose
