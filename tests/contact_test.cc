@@ -153,6 +153,27 @@ TEST(Quadruped, HardStandsTenSecondsOnFourFeet) {
   }
 }
 
+// Under soft contact (default k_n = 1e4 N/m) the PD-held quadruped stands too, its base lower
+// than on hard contact by the static sink m g / (4 k_n) of the springs.
+TEST(Quadruped, SoftStandsWithTheStaticSinkOfItsSprings) {
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    Rig hard(load_model(asset("anymal_c.json")), ContactMode::Hard, dtype);
+    Rig soft(load_model(asset("anymal_c.json")), ContactMode::Soft, dtype);
+    const int steps = static_cast<int>(3 / hard.seconds_per_step());
+    hard.sim.step(steps);
+    soft.sim.step(steps);
+    hard.read();
+    soft.read();
+    const double z_settled = soft.q[2];
+    soft.sim.step(static_cast<int>(2 / soft.seconds_per_step()));
+    soft.read();
+    ASSERT_EQ(soft.status() & kStatusFatal, 0) << dtype_name(dtype);
+    EXPECT_NEAR(soft.q[2], z_settled, 1e-3) << dtype_name(dtype) << ": the base keeps moving";
+    const double sink = soft.model.total_mass() * 9.81 / (4 * 1e4);
+    EXPECT_NEAR(hard.q[2] - soft.q[2], sink, 0.25 * sink) << dtype_name(dtype);
+  }
+}
+
 TEST(Solver, NonConvergedSolveFlagsTheEnvironment) {
   Model model = load_model(asset("anymal_c.json"));
   SimulatorOptions o;
