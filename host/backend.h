@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/model_view.h"
+#include "kernels/spatial.h"
 #include "moreau/simulator.h"
 
 namespace moreau {
@@ -65,6 +66,19 @@ struct PackedModel {
         for (double x : array) reals.push_back(static_cast<S>(x));
       }
     });
+    // derived arrays, computed in double: tree rotations and spatial inertias about the origin
+    derived = reals.size();
+    for (int i = 0; i < m.nbody; ++i) {
+      const kern::Mat3<double> E = kern::transpose(kern::quat_to_mat(kern::quat(m.body_quat.data() + 4 * i)));
+      for (double x : E.m) reals.push_back(static_cast<S>(x));
+    }
+    for (int i = 0; i < m.nbody; ++i) {
+      const double* I6 = m.body_inertia.data() + 6 * i;
+      const kern::Inertia<double> I = kern::inertia_from_com(
+          m.body_mass[i], kern::vec3(m.body_com.data() + 3 * i), kern::Sym3<double>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
+      for (double x : {I.m, I.h.x, I.h.y, I.h.z, I.I.xx, I.I.yy, I.I.zz, I.I.xy, I.I.xz, I.I.yz})
+        reals.push_back(static_cast<S>(x));
+    }
   }
 
   // A view whose arrays live at `reals_base` / `ints_base` (copies of reals / ints).
@@ -90,8 +104,13 @@ struct PackedModel {
         r += array.size();
       }
     });
+    v.body_rot = reals_base + derived;
+    v.body_sinertia = reals_base + derived + 9 * m.nbody;
     return v;
   }
+
+ private:
+  size_t derived = 0;  // offset of the derived arrays in reals
 };
 
 // Simulator's implementation. One TypedBackend<S> (typed_backend.h) holds the buffers for

@@ -51,13 +51,18 @@ MOREAU_HD S inner(const Motion<S>& a, const Motion<S>& b) {
   return dot(a.w, b.w) + dot(a.v, b.v);
 }
 
-// Body inertias; `added_base_mass` goes to body 0 at its centre of mass.
+// Body inertias (the packed spatial inertias); `added_base_mass` goes to body 0 at its centre
+// of mass.
 template <class S>
 MOREAU_HD void body_inertias(const ModelView<S>& m, S added_base_mass, Workspace<S>& ws) {
   for (int i = 0; i < m.nbody; ++i) {
-    const S* I6 = m.body_inertia + 6 * i;
-    S mass = m.body_mass[i] + (i == 0 ? added_base_mass : S(0));
-    ws.I[i] = inertia_from_com(mass, vec3(m.body_com + 3 * i), Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
+    const S* I = m.body_sinertia + 10 * i;
+    ws.I[i] = {I[0], {I[1], I[2], I[3]}, {I[4], I[5], I[6], I[7], I[8], I[9]}};
+  }
+  if (m.nbody > 0 && added_base_mass != 0) {
+    const S* I6 = m.body_inertia;
+    ws.I[0] = inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
+                               Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
   }
 }
 

@@ -38,13 +38,20 @@ MOREAU_HD void adj_axis_angle(const Vec3<S>& a, S theta, S& adj_theta, const Mat
   adj_theta += -s * (W(0, 0) + W(1, 1) + W(2, 2)) + c * skew + s * dot(a, W * a);
 }
 
+// The tree placement of body i (its transform from the parent at q = 0).
+template <class S>
+MOREAU_HD Transform<S> tree_transform(const ModelView<S>& m, int i) {
+  const S* E = m.body_rot + 9 * i;
+  return {{{E[0], E[1], E[2], E[3], E[4], E[5], E[6], E[7], E[8]}}, vec3(m.body_pos + 3 * i)};
+}
+
 // Parent → body transform of body i at configuration q.
 template <class S>
 MOREAU_HD Transform<S> joint_transform(const ModelView<S>& m, int i, const S* q) {
   const int type = m.jnt_type[i];
   const S* qi = q + m.jnt_qposadr[i];
   if (type == kJointFree) return {transpose(quat_to_mat(quat(qi + 3))), vec3(qi)};
-  Transform<S> tree{transpose(quat_to_mat(quat(m.body_quat + 4 * i))), vec3(m.body_pos + 3 * i)};
+  const Transform<S> tree = tree_transform(m, i);
   Mat3<S> RJ;
   Vec3<S> rJ;
   if (type == kJointPrismatic) {
@@ -70,7 +77,7 @@ MOREAU_HD void adj_joint_transform(const ModelView<S>& m, int i, const S* q, S* 
     add_quat(adj_qi + 3, adj_quat);
     return;
   }
-  const Transform<S> tree{transpose(quat_to_mat(quat(m.body_quat + 4 * i))), vec3(m.body_pos + 3 * i)};
+  const Transform<S> tree = tree_transform(m, i);
   const Vec3<S> a = vec3(m.jnt_axis + 3 * i), p = vec3(m.jnt_pos + 3 * i);
   Mat3<S> RJ;
   Vec3<S> rJ;

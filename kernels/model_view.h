@@ -39,6 +39,9 @@ struct ModelView {
   const S* body_mass;         // (nbody)
   const S* body_com;          // (nbody x 3)
   const S* body_inertia;      // (nbody x 6)
+  // derived when packed, for speed
+  const S* body_rot;          // (nbody x 9)  E_tree = R(body_quat)ᵀ, row-major
+  const S* body_sinertia;     // (nbody x 10) spatial inertia about the body origin: m, h = m c, I_O (6)
   const int* jnt_type;        // (nbody)
   const int* jnt_qposadr;     // (nbody)
   const int* jnt_dofadr;      // (nbody)
