@@ -21,12 +21,8 @@
 // Exit status: 0; 1 when a measured target fails or an environment froze (non-zero status);
 // 2 on bad arguments or an error.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
-#include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,20 +30,15 @@
 #include <mujoco/mujoco.h>
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "moreau/model.h"
 #include "moreau/simulator.h"
 
-#ifdef MOREAU_WITH_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using namespace bench;
 using nlohmann::json;
 
-constexpr double kResetSimSeconds = 2.0;  // simulated time between resets
-constexpr double kSettleSimSeconds = 1.0; // with contact: standing still before timing
 constexpr int kCudaBlock = 128;           // threads per block, one env per thread (cuda/cuda_backend.cu)
 constexpr int kRatioEnvs = 256;           // the main single-thread figure: per-env time at 256 envs
 constexpr double kCpuTargetRatio = 0.5;   // moreau float32 1-thread step time / mj_step time (none, hard)
@@ -84,44 +75,6 @@ void usage() {
       "  --seconds  length of one timed run (default 0.5); --trials runs per figure (default 5)\n"
       "  --contact  contact mode(s), comma-separated or all (default none): with contact both\n"
       "             simulators stand the robot on a ground plane");
-}
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  const size_t n = x.size();
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-// The standing state reached from the default one after kSettleSimSeconds with the servos
-// holding the default pose (one float64 CPU environment; cached per mode). Empty without contact.
-struct Settled {
-  std::vector<double> q, v;
-};
-const Settled& settled_state(const moreau::Model& model, ContactMode mode) {
-  static std::vector<std::pair<ContactMode, Settled>> cache;
-  for (const auto& c : cache)
-    if (c.first == mode) return c.second;
-  Settled s;
-  if (mode != ContactMode::None) {
-    moreau::SimulatorOptions so;
-    so.dtype = moreau::DType::Float64;
-    so.n_threads = 1;
-    so.contact.mode = mode;
-    moreau::Simulator sim(model, so);
-    sim.step(static_cast<int>(kSettleSimSeconds / (model.timestep * model.decimation)));
-    int32_t status = 0;
-    sim.get_status(&status, 1);
-    if (status != 0)
-      throw moreau::Error(std::string("settling the robot with contact ") + moreau::contact_mode_name(mode) +
-                          ": status " + std::to_string(status));
-    s.q.resize(model.nq);
-    s.v.resize(model.nv);
-    sim.get_state(s.q.data(), s.v.data(), 1);
-  }
-  cache.emplace_back(mode, s);
-  return cache.back().second;
 }
 
 // moreau: one call = one control step of every environment. With contact, every reset puts
@@ -169,112 +122,6 @@ class MoreauRunner {
   std::vector<double> q_, v_;
 };
 
-mjModel* load_mjcf(const std::string& text) {
-  auto vfs = std::make_unique<mjVFS>();  // ~2 MB: keep it off the stack
-  mj_defaultVFS(vfs.get());
-  const char* name = "model.xml";
-  if (mj_makeEmptyFileVFS(vfs.get(), name, static_cast<int>(text.size())) != 0)
-    throw moreau::Error("MuJoCo: cannot create the in-memory MJCF file");
-  std::copy(text.begin(), text.end(), static_cast<char*>(vfs->filedata[mj_findFileVFS(vfs.get(), name)]));
-  char err[1000] = "";
-  mjModel* m = mj_loadXML(name, vfs.get(), err, sizeof err);
-  mj_deleteVFS(vfs.get());
-  if (!m) throw moreau::Error(std::string("MuJoCo: ") + err);
-  return m;
-}
-
-// export_mjcf(model) with a ground plane (<geom type="plane" size="0 0 1"/>) first in the
-// worldbody.
-std::string with_ground_plane(std::string xml) {
-  const std::string tag = "<worldbody>";
-  const size_t at = xml.find(tag);
-  if (at == std::string::npos) throw moreau::Error("MuJoCo: no <worldbody> in the exported MJCF");
-  xml.insert(at + tag.size(), "\n    <geom name=\"moreau_bench_ground\" type=\"plane\" size=\"0 0 1\"/>");
-  return xml;
-}
-
-// MuJoCo on export_mjcf(model), one environment; one call = `decimation` mj_steps.
-// Without contact: constraints disabled. With contact: the exported (non-colliding) contact
-// spheres collide with the ground plane, condim 3, sliding friction μ = 1 (moreau's default),
-// elliptic cone, default solver (Newton) and solref/solimp; joint limits off (moreau has none);
-// the state is reset to one settled for kSettleSimSeconds (the whole mjData, warm start included).
-class MujocoRunner {
- public:
-  MujocoRunner(const moreau::Model& model, ContactMode mode)
-      : model_(model), contact_(mode != ContactMode::None) {
-    const std::string xml = moreau::export_mjcf(model);
-    m_ = load_mjcf(contact_ ? with_ground_plane(xml) : xml);
-    if (!contact_) {
-      m_->opt.disableflags |= mjDSBL_CONSTRAINT;
-    } else {
-      for (int g = 0; g < m_->ngeom; ++g) {
-        const bool foot = m_->geom_bodyid[g] != 0 && m_->geom_type[g] == mjGEOM_SPHERE;
-        const bool ground = m_->geom_bodyid[g] == 0 && m_->geom_type[g] == mjGEOM_PLANE;
-        m_->geom_contype[g] = m_->geom_conaffinity[g] = foot || ground ? 1 : 0;
-        if (foot) {
-          feet_++;
-          m_->geom_condim[g] = 3;
-          m_->geom_friction[3 * g] = 1.0;
-        }
-      }
-      m_->opt.cone = mjCONE_ELLIPTIC;
-      for (int j = 0; j < m_->njnt; ++j) m_->jnt_limited[j] = 0;
-    }
-    d_ = mj_makeData(m_);
-    if (!d_) {
-      mj_deleteModel(m_);
-      throw moreau::Error("MuJoCo: mj_makeData failed");
-    }
-    if (contact_) {
-      default_state();
-      for (int s = 0; s < static_cast<int>(kSettleSimSeconds / m_->opt.timestep + 0.5); ++s) mj_step(m_, d_);
-      settled_ = mj_makeData(m_);
-      mj_copyData(settled_, m_, d_);
-    }
-  }
-  ~MujocoRunner() {
-    if (settled_) mj_deleteData(settled_);
-    mj_deleteData(d_);
-    mj_deleteModel(m_);
-  }
-  int feet() const { return feet_; }
-  double base_height() const { return d_->qpos[2]; }
-  int contacts() const { return d_->ncon; }
-  MujocoRunner(const MujocoRunner&) = delete;
-  MujocoRunner& operator=(const MujocoRunner&) = delete;
-
-  void reset() {
-    if (settled_) {
-      mj_copyData(d_, m_, settled_);
-    } else {
-      default_state();
-    }
-  }
-  void step() {
-    for (int s = 0; s < model_.decimation; ++s) mj_step(m_, d_);
-  }
-  void sync() {}
-  double env_steps_per_call() const { return model_.decimation; }
-
- private:
-  // The state and action of Simulator::reset: default pose, zero velocity, servos holding it.
-  void default_state() {
-    mj_resetData(m_, d_);
-    std::copy(model_.qpos0.begin(), model_.qpos0.end(), d_->qpos);
-    for (int a = 0; a < model_.nu; ++a)
-      d_->ctrl[a] = model_.actuator_type[a] == static_cast<int>(moreau::ActuatorType::Position)
-                        ? model_.actuator_gear[a] * model_.qpos0[model_.actuator_qposadr[a]]
-                        : 0.0;
-  }
-
-  const moreau::Model& model_;
-  bool contact_;
-  mjModel* m_ = nullptr;
-  mjData* d_ = nullptr;
-  mjData* settled_ = nullptr;
-  int feet_ = 0;
-};
-
 // One timed run of about `seconds`: blocks of at most `per_reset` control steps, each after an
 // untimed reset. On CUDA the clock check sees launches, not completions, so a run may overshoot
 // by up to one block; the sync before reading the clock keeps the rate exact.
@@ -304,10 +151,7 @@ struct Row {
   int frozen = 0;
   int iterations = -1;  // contact: largest solver sweep count of the last control step (CPU)
   double rate() const { return median(rates); }
-  double spread() const {  // (max − min) / median
-    const auto [lo, hi] = std::minmax_element(rates.begin(), rates.end());
-    return (*hi - *lo) / rate();
-  }
+  double spread() const { return bench::spread(rates); }  // (max − min) / median
 };
 
 template <class Runner>
@@ -365,41 +209,6 @@ Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, con
   return c;
 }
 
-std::string gpu_name(int device) {
-#ifdef MOREAU_WITH_CUDA
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, device) == cudaSuccess) return prop.name;
-#else
-  (void)device;
-#endif
-  return "unknown";
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    const int n = std::atoi(item.c_str());
-    if (n <= 0) throw moreau::Error("--envs: expected positive integers separated by commas, got '" + s + "'");
-    out.push_back(n);
-  }
-  return out;
-}
-
 json row_json(const Row& r) {
   json j = {{"contact", r.contact}, {"device", r.device}, {"dtype", r.dtype}, {"n_env", r.n_env},
             {"env_steps_per_s", r.rate()}, {"ns_per_env_step", 1e9 / r.rate()},
@@ -428,8 +237,7 @@ void print_row(const Row& r) {
 
 int main(int argc, char** argv) {
   Options o;
-  std::string command = argv[0];
-  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  const std::string command = command_line(argc, argv);
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -453,16 +261,7 @@ int main(int argc, char** argv) {
       } else if (a == "--json-out" && has_value) {
         o.json_out = argv[++i];
       } else if (a == "--contact" && has_value) {
-        const std::string list = argv[++i];
-        o.contact.clear();
-        if (list == "all") {
-          o.contact = {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
-                       ContactMode::HardSmoothGrad};
-        } else {
-          std::stringstream in(list);
-          for (std::string item; std::getline(in, item, ',');) o.contact.push_back(moreau::contact_mode_from_name(item));
-        }
-        if (o.contact.empty()) throw moreau::Error("--contact: expected a mode, a comma-separated list or all");
+        o.contact = parse_contact_list(argv[++i]);
       } else {
         usage();
         return a == "--help" || a == "-h" ? 0 : 2;

@@ -238,15 +238,26 @@ MOREAU_HD void adj_mass_times(const ModelView<S>& m, const S* x, const S* tau_ad
 template <class S>
 MOREAU_HD bool ltl_factor(const ModelView<S>& m, S* H) {
   const int nv = m.nv;
-  const int* lambda = m.dof_parent;
+  int anc[kMaxNv];  // ancestors of dof k, nearest first: λ(k), λ(λ(k)), ...
+  S hk[kMaxNv];     // row k of L at those ancestors
   for (int k = nv - 1; k >= 0; --k) {
     S d = H[k * nv + k];
     if (!(d > 0)) return false;
     d = msqrt(d);
     H[k * nv + k] = d;
-    for (int i = lambda[k]; i >= 0; i = lambda[i]) H[k * nv + i] /= d;
-    for (int i = lambda[k]; i >= 0; i = lambda[i])
-      for (int j = i; j >= 0; j = lambda[j]) H[i * nv + j] -= H[k * nv + i] * H[k * nv + j];
+    int n = 0;
+    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) {
+      anc[n] = i;
+      hk[n] = H[k * nv + i] /= d;
+      ++n;
+    }
+    // H_ij −= L_ki L_kj for every ancestor i of k and every ancestor j of i (the chain from i is
+    // the tail of k's)
+    for (int p = 0; p < n; ++p) {
+      S* Hi = H + anc[p] * nv;
+      const S lki = hk[p];
+      for (int q = p; q < n; ++q) Hi[anc[q]] -= lki * hk[q];
+    }
   }
   return true;
 }

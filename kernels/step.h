@@ -278,12 +278,13 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
   S q[kMaxNq], v[kMaxNv];
   for (int k = 0; k < nq; ++k) q[k] = q0[k];
   for (int k = 0; k < nv; ++k) v[k] = v0[k];
-  // forward, keeping every stride-th state
+  // forward, keeping every stride-th input state (the last step's output is not needed)
   for (int s = 0; s < n_steps; ++s) {
     if (s % stride == 0) {
       for (int k = 0; k < nq; ++k) cq[s / stride][k] = q[k];
       for (int k = 0; k < nv; ++k) cv[s / stride][k] = v[k];
     }
+    if (s + 1 == n_steps) break;
     status |= physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info).status;
     if (status & kStatusFatal) return status;
   }

@@ -19,3 +19,11 @@ if ! python3 -c "import pinocchio, numpy, pytest" 2>/dev/null; then
   python3 -m pip install --quiet pin numpy pytest 2>/dev/null ||
     python3 -m pip install --quiet --break-system-packages pin numpy pytest
 fi
+# The Python package (python/, pyproject.toml): torch from PyPI (its Linux wheel brings CUDA
+# libraries: ~4 GB, about a minute here), nanobind and scikit-build-core to build it with
+# `pip install --no-build-isolation .` (scripts/test.sh). Skipped when already importable.
+if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy" 2>/dev/null; then
+  python3 -m pip install --quiet --root-user-action=ignore torch nanobind scikit-build-core pytest numpy 2>/dev/null ||
+    python3 -m pip install --quiet --root-user-action=ignore --break-system-packages \
+      torch nanobind scikit-build-core pytest numpy
+fi

@@ -1,0 +1,44 @@
+"""moreau — batched differentiable rigid-body simulation, with PyTorch tensors.
+
+    import torch, moreau, moreau.torch
+    sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=4096, device="cuda", contact="hard")
+    sim.action[:] = torch.as_tensor(sim.model.qpos0[7:], device=sim.device)  # zero-copy view
+    sim.step(10)
+    q1, v1 = moreau.torch.step(sim, q, v, a)                                 # differentiable
+
+Modules: ``moreau`` (models, Simulator, zero-copy views), ``moreau.torch`` (autograd step and
+rollout). Errors: ``moreau.Error`` (RuntimeError) for what the library rejects (files, names,
+sizes), ``moreau.TensorError`` (ValueError and TypeError) for a tensor argument of the wrong
+dtype, device, shape or layout.
+"""
+from ._moreau import (  # noqa: F401
+    STATUS_FATAL,
+    STATUS_NAN_ACTION,
+    STATUS_NAN_GRADIENT,
+    STATUS_NAN_STATE,
+    STATUS_NO_GRADIENT,
+    STATUS_OK,
+    STATUS_SINGULAR_MASS,
+    STATUS_SOLVER_NOT_CONVERGED,
+    ContactMode,
+    ContactOptions,
+    Device,
+    DType,
+    Error,
+    Model,
+    SimulatorOptions,
+    TensorError,
+    built_with_cuda,
+    contact_mode_from_name,
+    contact_mode_name,
+    cuda_available,
+    export_mjcf,
+    load_mjcf,
+    load_model,
+    load_model_from_string,
+    load_urdf,
+)
+from .simulator import Simulator, asset, load  # noqa: F401
+from . import torch  # noqa: F401,E402  (moreau.torch)
+
+__version__ = "0.1.0"

@@ -1,0 +1,321 @@
+"""moreau.Simulator: n_env environments of one robot, with zero-copy torch views of its buffers."""
+from __future__ import annotations
+
+import os
+from typing import Iterable, Optional, Sequence, Union
+
+import numpy as np
+import torch
+
+from . import _moreau
+from ._checks import check_tensor, empty_field_major, fail, field_major
+from ._moreau import ContactMode, ContactOptions, DType, Device, Model, SimulatorOptions
+
+_ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "robots")
+
+# Parameters with gradients (Simulator.Gradients): name -> width ("nu" or 1).
+GRAD_PARAMS = ("kp", "kd", "added_base_mass", "friction", "contact_kn", "smooth_k")
+
+_BUFFERS = ("q", "v", "action", "status", "time", "contact_gap", "contact_impulse", "contact_active",
+            "solver_iterations", "solver_residual")
+
+
+def asset(name: str) -> str:
+    """Path of a robot shipped with the package (assets/robots): ``asset("cube.json")``."""
+    path = os.path.join(_ASSETS, name)
+    if not os.path.exists(path):
+        have = sorted(os.listdir(_ASSETS)) if os.path.isdir(_ASSETS) else []
+        raise FileNotFoundError(f"moreau.asset: no robot '{name}' (have: {', '.join(have)})")
+    return path
+
+
+def load(path_or_model: Union[str, os.PathLike, Model]) -> Model:
+    """A Model from a file (.json, .urdf, .xml by extension) or a Model itself."""
+    if isinstance(path_or_model, Model):
+        return path_or_model
+    return _moreau.load_model(os.fspath(path_or_model))
+
+
+def _contact_mode(mode) -> ContactMode:
+    if isinstance(mode, ContactMode):
+        return mode
+    if isinstance(mode, str):
+        return _moreau.contact_mode_from_name(mode)
+    raise TypeError(f"contact mode: expected a moreau.ContactMode or one of 'none', 'hard', 'soft', "
+                    f"'smooth', 'hard_smooth_grad', got {mode!r}")
+
+
+def _torch_dtype(dtype) -> torch.dtype:
+    if dtype in (torch.float32, "float32", "float", DType.Float32):
+        return torch.float32
+    if dtype in (torch.float64, "float64", "double", DType.Float64):
+        return torch.float64
+    raise TypeError(f"Simulator: dtype: expected torch.float32 or torch.float64, got {dtype!r}")
+
+
+class Simulator:
+    """``n_env`` environments of one robot on one device (moreau::Simulator).
+
+    Args:
+        model: a ``moreau.Model`` or a robot file (.json, .urdf, .xml).
+        n_env: number of environments.
+        device: ``"cpu"`` or ``"cuda"`` / ``"cuda:N"`` (or a ``torch.device``).
+        dtype: ``torch.float32`` or ``torch.float64`` (float64 on the CPU only).
+        contact: a ``moreau.ContactOptions``, or a mode name ('none', 'hard', 'soft', 'smooth',
+            'hard_smooth_grad'); ``tolerance``, ``max_iterations``, ``speculative`` and
+            ``substeps`` override its fields.
+        n_threads: CPU worker threads (0 = all).
+        timestep, decimation: 0 = the model's.
+        cuda_stream: a ``torch.cuda.Stream`` or a raw ``cudaStream_t`` (int) that the simulator
+            launches on; default: torch's current stream on that device at construction, so
+            that torch work and simulator work are ordered without synchronisation.
+
+    Buffers are exposed as torch tensors that share the simulator's memory (no copies):
+    ``q`` (n_env, nq), ``v`` (n_env, nv), ``action`` (n_env, nu), ``status`` (n_env, 1) int32,
+    ``time`` (n_env, 1), ``contact_gap``, ``contact_impulse`` (n_env, ncon),
+    ``contact_active`` (n_env, ncon) int32, ``solver_iterations`` (n_env, 1) int32,
+    ``solver_residual`` (n_env, 1). Their strides are (1, n_env): element k of environment e
+    lives at k * n_env + e (field-major). Writing into them (``sim.action[:] = a``,
+    ``sim.q.copy_(q)``) writes the simulator's state.
+    """
+
+    def __init__(self, model, n_env: int = 1, device="cpu", dtype=torch.float32, *, contact=None,
+                 tolerance: Optional[float] = None, max_iterations: Optional[int] = None,
+                 speculative: Optional[bool] = None, substeps: Optional[int] = None, n_threads: int = 0,
+                 timestep: float = 0.0, decimation: int = 0, cuda_stream=None):
+        model = load(model)
+        dev = torch.device(device)
+        if dev.type not in ("cpu", "cuda"):
+            raise ValueError(f"Simulator: device: expected 'cpu' or 'cuda[:N]', got {device!r}")
+        o = SimulatorOptions()
+        o.n_env = int(n_env)
+        o.dtype = DType.Float64 if _torch_dtype(dtype) == torch.float64 else DType.Float32
+        o.n_threads = int(n_threads)
+        o.timestep = float(timestep)
+        o.decimation = int(decimation)
+        if isinstance(contact, ContactOptions):
+            c = contact
+        else:
+            c = ContactOptions()
+            if contact is not None:
+                c.mode = _contact_mode(contact)
+        if tolerance is not None:
+            c.tolerance = float(tolerance)
+        if max_iterations is not None:
+            c.max_iterations = int(max_iterations)
+        if speculative is not None:
+            c.speculative = bool(speculative)
+        if substeps is not None:
+            c.substeps = int(substeps)
+        o.contact = c
+        if dev.type == "cuda":
+            if not _moreau.built_with_cuda:
+                raise _moreau.Error("Simulator: device 'cuda': this moreau was built without CUDA (no nvcc at build time)")
+            if not torch.cuda.is_available() or not _moreau.cuda_available():
+                raise _moreau.Error("Simulator: device 'cuda': no CUDA device is available")
+            index = dev.index if dev.index is not None else torch.cuda.current_device()
+            dev = torch.device("cuda", index)
+            o.device = Device.CUDA
+            o.cuda_device = index
+            if cuda_stream is None:
+                cuda_stream = torch.cuda.current_stream(dev)
+            o.cuda_stream = int(cuda_stream.cuda_stream if hasattr(cuda_stream, "cuda_stream") else cuda_stream)
+        else:
+            o.device = Device.CPU
+        self._sim = _moreau.Simulator(model, o)
+        self._device = dev
+        self._dtype = _torch_dtype(dtype)
+        self._views = {}
+
+    # ---- description ----------------------------------------------------------------
+    @property
+    def model(self) -> Model:
+        return self._sim.model
+
+    @property
+    def options(self) -> SimulatorOptions:
+        return self._sim.options
+
+    @property
+    def n_env(self) -> int:
+        return self._sim.n_env
+
+    @property
+    def nq(self) -> int:
+        return self._sim.model.nq
+
+    @property
+    def nv(self) -> int:
+        return self._sim.model.nv
+
+    @property
+    def nu(self) -> int:
+        return self._sim.model.nu
+
+    @property
+    def ncon(self) -> int:
+        return self._sim.model.ncon
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    @property
+    def substeps(self) -> int:
+        return self._sim.substeps
+
+    def param_names(self):
+        return self._sim.param_names()
+
+    def __repr__(self):
+        m = self.model
+        return (f"<moreau.Simulator '{m.name}' n_env={self.n_env} device={self.device} dtype={self.dtype} "
+                f"contact={_moreau.contact_mode_name(self.options.contact.mode)}>")
+
+    # ---- zero-copy views ------------------------------------------------------------
+    def view(self, name: str) -> torch.Tensor:
+        """The buffer ``name`` (see the class docstring) as a torch tensor sharing its memory."""
+        t = self._views.get(name)
+        if t is None:
+            t = torch.from_dlpack(self._sim.view(name)) if self._device.type == "cpu" else _cuda_tensor(self._sim, name)
+            self._views[name] = t
+        return t
+
+    def view_info(self, name: str) -> dict:
+        """The C++ View of a buffer: data pointer, dtype, device, shape and strides (elements).
+        ``name`` is a buffer name or ``"param:<name>"``."""
+        return self._sim.view_info(name)
+
+    q = property(lambda self: self.view("q"), doc="(n_env, nq) positions; a view")
+    v = property(lambda self: self.view("v"), doc="(n_env, nv) velocities; a view")
+    action = property(lambda self: self.view("action"), doc="(n_env, nu) actions (PD targets); a view")
+    status = property(lambda self: self.view("status"), doc="(n_env, 1) int32 status bits; a view")
+    time = property(lambda self: self.view("time"), doc="(n_env, 1) seconds since reset; a view")
+    contact_gap = property(lambda self: self.view("contact_gap"), doc="(n_env, ncon) signed distances [m]")
+    contact_impulse = property(lambda self: self.view("contact_impulse"), doc="(n_env, ncon) normal impulses [N s]")
+    contact_active = property(lambda self: self.view("contact_active"), doc="(n_env, ncon) int32 touching")
+    solver_iterations = property(lambda self: self.view("solver_iterations"), doc="(n_env, 1) int32")
+    solver_residual = property(lambda self: self.view("solver_residual"), doc="(n_env, 1) [m/s]")
+
+    def param(self, name: str) -> torch.Tensor:
+        """Parameter ``name`` as a (len, width) tensor sharing the simulator's memory (len is 1 or
+        n_env, as last set). It stays valid until ``set_param`` changes that parameter's len."""
+        view = self._sim.view("param:" + name)
+        return torch.from_dlpack(view) if self._device.type == "cpu" else _cuda_tensor(self._sim, "param:" + name)
+
+    def set_param(self, name: str, values) -> None:
+        """Sets parameter ``name`` from a number, a (width,) or a (len, width) array or tensor
+        (len 1 or n_env; any device and float dtype: copied through the host)."""
+        if isinstance(values, torch.Tensor):
+            arr = values.detach().to("cpu", torch.float64).numpy()
+        else:
+            arr = np.asarray(values, dtype=np.float64)
+        if arr.ndim == 0:
+            arr = arr.reshape(1, 1)
+        elif arr.ndim == 1:  # kp, kd: one row of width nu; the others: one value per row
+            arr = arr.reshape(1, -1) if name in ("kp", "kd") else arr.reshape(-1, 1)
+        if arr.ndim != 2:
+            raise ValueError(f"set_param('{name}'): expected a number, a (width,) or a (len, width) array, "
+                             f"got shape {tuple(arr.shape)}")
+        self._sim.set_param(name, np.ascontiguousarray(arr))
+
+    # ---- stepping -------------------------------------------------------------------
+    def step(self, k: int = 1) -> None:
+        """Advances every environment whose status is ok by ``k`` control steps."""
+        self._sim.step(int(k))
+
+    def reset(self, env_ids=None) -> None:
+        """Resets the listed environments (all when None) to the default state, zero action,
+        status 0 and time 0. ``env_ids``: a sequence or tensor of ints on any device."""
+        if env_ids is None:
+            self._sim.reset_all()
+            return
+        if isinstance(env_ids, torch.Tensor):
+            ids = env_ids.detach().to("cpu", torch.int64).numpy()
+        else:
+            ids = np.asarray(env_ids, dtype=np.int64)
+        ids = np.ascontiguousarray(ids.reshape(-1), dtype=np.int32)
+        self._sim.reset(ids)
+
+    def synchronize(self) -> None:
+        """Waits for the simulator's queued device work (no-op on the CPU)."""
+        self._sim.synchronize()
+
+    def set_state(self, q: torch.Tensor, v: torch.Tensor) -> None:
+        """Copies (n_env, nq) and (n_env, nv) tensors into the state (any device; cast)."""
+        self.q.copy_(torch.as_tensor(q))
+        self.v.copy_(torch.as_tensor(v))
+
+    def get_state(self):
+        """Copies of (q, v)."""
+        return self.q.clone(), self.v.clone()
+
+    def step_pure(self, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor, q_out=None, v_out=None,
+                  status=None):
+        """One control step (q, v, action) -> (q_out, v_out, status) that neither reads nor
+        writes the simulator's state (no autograd: see moreau.torch.step). Inputs are (n_env,
+        width) tensors on the simulator's device in its dtype; any layout (copied to the
+        field-major layout when needed). Outputs, when given, must be field-major."""
+        fn = "Simulator.step_pure"
+        q = self._input(fn, "q", q, self.nq)
+        v = self._input(fn, "v", v, self.nv)
+        action = self._input(fn, "action", action, self.nu)
+        q_out = self._new(self.nq) if q_out is None else q_out
+        v_out = self._new(self.nv) if v_out is None else v_out
+        status = self._new(1, torch.int32) if status is None else status
+        self._sim.step_pure(q, v, action, q_out, v_out, status)
+        return q_out, v_out, status
+
+    def rollout(self, actions: torch.Tensor) -> None:
+        """Recorded rollout (moreau::Simulator::rollout) of H = len(actions) steps from the
+        current state; actions (H, n_env, nu). Leaves the simulator at the final state."""
+        fn = "Simulator.rollout"
+        check_tensor(fn, "actions", actions, dtype=self._dtype, device=self._device,
+                     shapes=[(actions.shape[0] if isinstance(actions, torch.Tensor) and actions.dim() == 3 else 1,
+                              self.n_env, self.nu)])
+        h = actions.shape[0]
+        blocks = actions.transpose(1, 2).contiguous().transpose(1, 2)
+        self._rollout_actions = blocks
+        self._sim.rollout(h, blocks)
+
+    def rollout_backward(self, adj_q: torch.Tensor, adj_v: torch.Tensor, *, grad_kp=False, grad_kd=False,
+                         grad_added_base_mass=False):
+        """Backward over the recorded rollout. ``adj_q`` (H+1, n_env, nq), ``adj_v`` (H+1, n_env,
+        nv): ∂L/∂(state t). Returns (adj_q, adj_v, adj_actions, param_grads): the total adjoint of
+        each state (row 0: ∂L/∂ initial state), ∂L/∂actions (H, n_env, nu) and a dict of the
+        requested parameter gradients summed over the horizon, (n_env, width) each."""
+        fn = "Simulator.rollout_backward"
+        h = self._sim.rollout_horizon
+        if h == 0:
+            raise _moreau.Error("rollout_backward: no recorded rollout: call rollout(actions) first")
+        check_tensor(fn, "adj_q", adj_q, dtype=self._dtype, device=self._device, shapes=[(h + 1, self.n_env, self.nq)])
+        check_tensor(fn, "adj_v", adj_v, dtype=self._dtype, device=self._device, shapes=[(h + 1, self.n_env, self.nv)])
+        aq = adj_q.transpose(1, 2).contiguous().transpose(1, 2)
+        av = adj_v.transpose(1, 2).contiguous().transpose(1, 2)
+        au = torch.empty((h, self.nu, self.n_env), dtype=self._dtype, device=self._device).transpose(1, 2)
+        grads = {}
+        for name, want, width in (("kp", grad_kp, self.nu), ("kd", grad_kd, self.nu),
+                                  ("added_base_mass", grad_added_base_mass, 1)):
+            if want:
+                grads[name] = self._new(width)
+                grads[name].zero_()
+        self._sim.rollout_backward(aq, av, au, **{"grad_" + k: t for k, t in grads.items()})
+        return aq, av, au, grads
+
+    # ---- helpers --------------------------------------------------------------------
+    def _new(self, width: int, dtype=None) -> torch.Tensor:
+        return empty_field_major(self.n_env, width, dtype=dtype or self._dtype, device=self._device)
+
+    def _input(self, fn: str, arg: str, x, width: int) -> torch.Tensor:
+        check_tensor(fn, arg, x, dtype=self._dtype, device=self._device, shapes=[(self.n_env, width)])
+        return field_major(x)
+
+
+def _cuda_tensor(sim, name: str) -> torch.Tensor:
+    # nanobind's DLPack object on a CUDA buffer: torch takes it as is (same device, no sync
+    # needed: the simulator works on the stream it was given).
+    return torch.from_dlpack(sim.view(name))

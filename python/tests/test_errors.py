@@ -1,0 +1,116 @@
+"""Wrong tensors raise moreau.TensorError (ValueError and TypeError) naming the argument, the
+expected and the received; never a crash."""
+import numpy as np
+import pytest
+import torch
+
+import moreau
+import moreau.torch as mt
+
+
+@pytest.fixture
+def sim():
+    return moreau.Simulator(moreau.asset("anymal_c.json"), n_env=4, dtype=torch.float64, contact="none")
+
+
+def inputs(sim):
+    return (torch.zeros(4, sim.nq, dtype=torch.float64), torch.zeros(4, sim.nv, dtype=torch.float64),
+            torch.zeros(4, sim.nu, dtype=torch.float64))
+
+
+def test_error_class():
+    assert issubclass(moreau.TensorError, ValueError) and issubclass(moreau.TensorError, TypeError)
+    assert issubclass(moreau.Error, RuntimeError)
+
+
+def test_wrong_dtype(sim):
+    q, v, a = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong dtype: expected torch.float64, got torch.float32"):
+        mt.step(sim, q.float(), v, a)
+    with pytest.raises(moreau.TensorError, match=r"argument 'action': wrong dtype: expected torch.float64, got torch.int64"):
+        mt.step(sim, q, v, a.long())
+
+
+def test_wrong_shape(sim):
+    q, v, a = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"argument 'v': wrong shape: expected \(4, 18\), got \(4, 17\)"):
+        mt.step(sim, q, v[:, :17], a)
+    with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong shape: expected \(4, 19\), got \(19,\)"):
+        mt.step(sim, q[0], v, a)
+    with pytest.raises(moreau.TensorError, match=r"argument 'kp': wrong shape: expected \(4, 12\), got \(12,\)"):
+        mt.step(sim, q, v, a, kp=torch.ones(12, dtype=torch.float64))
+    with pytest.raises(moreau.TensorError, match=r"argument 'friction': wrong shape: expected \(4,\) or \(4, 1\), got \(3,\)"):
+        mt.step(sim, q, v, a, friction=torch.ones(3, dtype=torch.float64))
+
+
+def test_wrong_device(sim):
+    q, v, a = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"argument 'v': wrong device: expected cpu, got meta"):
+        mt.step(sim, q, v.to("meta"), a)
+    if torch.cuda.is_available():
+        with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong device: expected cpu, got cuda"):
+            mt.step(sim, q.cuda(), v, a)
+
+
+def test_not_a_tensor(sim):
+    q, v, a = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"argument 'action': wrong type: expected a torch.Tensor, got list"):
+        mt.step(sim, q, v, a.tolist())
+    with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong type: expected a torch.Tensor, got ndarray"):
+        mt.step(sim, np.zeros((4, sim.nq)), v, a)
+
+
+def test_other_layouts_are_copied_not_rejected(sim):
+    q, v, a = inputs(sim)
+    q[:, 2] = 5.0                       # in the air
+    q[:, 3] = 1.0                       # unit quaternions (w, x, y, z)
+    q1, v1 = mt.step(sim, q, v, a)                       # row-major: copied
+    q2, v2 = mt.step(sim, q.t().contiguous().t(), v.t().contiguous().t(), a.t().contiguous().t())
+    assert torch.equal(q1, q2) and torch.equal(v1, v2)
+    big = torch.zeros(4, 2 * sim.nq, dtype=torch.float64)
+    big[:, ::2] = q                                      # strided view
+    q3, _ = mt.step(sim, big[:, ::2], v, a)
+    assert torch.equal(q3, q1)
+
+
+def test_extension_checks_layout_itself(sim):
+    """The extension checks every tensor too: a row-major tensor reaching it directly is refused."""
+    q, v, a = inputs(sim)
+    out_q, out_v = torch.empty(4, sim.nq, dtype=torch.float64), torch.empty(4, sim.nv, dtype=torch.float64)
+    status = torch.empty(4, 1, dtype=torch.int32)
+    fm = lambda x: x.t().contiguous().t()  # noqa: E731
+    with pytest.raises(moreau.TensorError, match=r"step_pure: argument 'q': wrong layout: expected strides \(1, 4\)"):
+        sim._sim.step_pure(q, fm(v), fm(a), fm(out_q), fm(out_v), status)
+    with pytest.raises(moreau.TensorError, match=r"step_pure: argument 'status': wrong dtype: expected int32, got int64"):
+        sim._sim.step_pure(fm(q), fm(v), fm(a), fm(out_q), fm(out_v), status.long())
+    with pytest.raises(moreau.TensorError, match=r"step_pure: argument 'q_out': wrong shape: expected \(4, 19\), got \(4, 18\)"):
+        sim._sim.step_pure(fm(q), fm(v), fm(a), fm(out_v), fm(out_v), status)
+    with pytest.raises(moreau.TensorError, match=r"step_adjoint: argument 'grad_kp': expected a tensor or None, got str"):
+        sim._sim.step_adjoint(fm(q), fm(v), fm(a), fm(out_q), fm(out_v), fm(out_q), fm(out_v), fm(a), status,
+                              grad_kp="x")
+
+
+def test_step_pure_and_rollout_check_their_arguments(sim):
+    q, v, a = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"Simulator.step_pure: argument 'action': wrong shape"):
+        sim.step_pure(q, v, a[:2])
+    with pytest.raises(moreau.TensorError, match=r"Simulator.rollout: argument 'actions': wrong shape: expected \(1, 4, 12\), got \(4, 12\)"):
+        sim.rollout(a)
+    with pytest.raises(moreau.Error, match="no recorded rollout"):
+        sim.rollout_backward(torch.zeros(2, 4, sim.nq, dtype=torch.float64), torch.zeros(2, 4, sim.nv, dtype=torch.float64))
+
+
+def test_library_errors_are_moreau_errors(tmp_path):
+    with pytest.raises(moreau.Error, match="cannot open file"):
+        moreau.load_model(str(tmp_path / "missing.json"))
+    with pytest.raises(moreau.Error, match="expected a file name ending in"):
+        moreau.load_model(str(tmp_path / "robot.yaml"))
+    with pytest.raises(moreau.Error):
+        moreau.Simulator(moreau.asset("cube.json"), n_env=2, contact="hard", max_iterations=0)
+    with pytest.raises(moreau.Error):
+        moreau.contact_mode_from_name("sticky")
+    with pytest.raises(TypeError, match="dtype"):
+        moreau.Simulator(moreau.asset("cube.json"), dtype=torch.int32)
+    if not moreau.cuda_available():
+        with pytest.raises(moreau.Error, match="cuda"):
+            moreau.Simulator(moreau.asset("cube.json"), device="cuda")

@@ -1,0 +1,80 @@
+"""Loading robots from Python: our JSON, URDF and MJCF."""
+import json
+
+import pytest
+import torch
+
+import moreau
+import moreau.torch as mt
+
+URDF = """<robot name="arm">
+  <link name="base"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="upper"><inertial><origin xyz="0 0 -0.25"/><mass value="1"/>
+    <inertia ixx="0.02" iyy="0.02" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/>
+    <origin xyz="0 0 1"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="50" velocity="10"/></joint>
+</robot>
+"""
+
+MJCF = """<mujoco model="swing">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="link" pos="0 0 1">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <inertial pos="0 0 -0.5" mass="1" diaginertia="0.1 0.1 0.01"/>
+    </body>
+  </worldbody>
+  <actuator><position name="servo" joint="hinge" kp="20"/></actuator>
+</mujoco>
+"""
+
+
+def test_json_file_and_string():
+    m = moreau.load_model(moreau.asset("anymal_c.json"))
+    assert (m.nq, m.nv, m.nu) == (19, 18, 12) and m.ncon > 0
+    assert m.total_mass() > 40 and "base" in m.body_name[0].lower() or m.nbody == 13
+    with open(moreau.asset("cube.json")) as f:
+        text = f.read()
+    c = moreau.load_model_from_string(text, "cube-string")
+    assert (c.nq, c.nv, c.nu, c.ncon) == (7, 6, 0, 8)
+    assert c.total_mass() == pytest.approx(0.37)
+    assert "nq=7" in repr(c)
+    spec = json.loads(text)
+    spec["bodies"][0]["mass"] = 1.0
+    assert moreau.load_model_from_string(json.dumps(spec)).total_mass() == pytest.approx(1.0)
+    with pytest.raises(moreau.Error):
+        moreau.load_model_from_string("{ not json", "bad")
+
+
+def test_simulator_from_a_path():
+    sim = moreau.Simulator(moreau.asset("pendulum.json"), n_env=2)
+    assert sim.model.nq == 1 and sim.q.shape == (2, 1)
+    assert "pendulum" in repr(sim)
+
+
+def test_urdf(tmp_path):
+    path = tmp_path / "arm.urdf"
+    path.write_text(URDF)
+    m = moreau.load_model(str(path))               # by extension: a floating base by default
+    assert m.nv == 7 and m.nu == 1
+    fixed = moreau.load_urdf(str(path), fixed_base=True, kp=30.0, kd=1.0)
+    assert (fixed.nq, fixed.nv, fixed.nu) == (1, 1, 1)
+    assert fixed.actuator_kp == [30.0] and fixed.jnt_name == ["shoulder"]
+    same = moreau.load_urdf("arm-from-text", text=URDF, fixed_base=True, kp=30.0, kd=1.0)
+    assert same.nq == 1
+    sim = moreau.Simulator(fixed, n_env=2, dtype=torch.float64, contact="none")
+    q = torch.tensor([[0.3], [-0.2]], dtype=torch.float64, requires_grad=True)
+    q1, v1 = mt.step(sim, q, torch.zeros(2, 1, dtype=torch.float64), torch.zeros(2, 1, dtype=torch.float64))
+    v1.sum().backward()
+    assert torch.isfinite(q.grad).all() and (q.grad != 0).all()
+
+
+def test_mjcf(tmp_path):
+    path = tmp_path / "swing.xml"
+    path.write_text(MJCF)
+    m = moreau.load_model(str(path))
+    assert (m.nq, m.nv, m.nu) == (1, 1, 1) and m.timestep == pytest.approx(0.002)
+    assert moreau.load_mjcf("swing-text", text=MJCF).actuator_name == ["servo"]
+    assert moreau.load_mjcf(str(path)).actuator_kp == [20.0]
+    xml = moreau.export_mjcf(m)
+    assert "<mujoco" in xml and "hinge" in xml
