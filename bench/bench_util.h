@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -235,6 +236,49 @@ inline std::vector<ContactMode> parse_contact_list(const std::string& list) {
   }
   if (out.empty()) throw moreau::Error("--contact: expected a mode, a comma-separated list or all");
   return out;
+}
+
+// Options both benchmarks take.
+struct CommonOptions {
+  std::string robot = std::string(MOREAU_ASSETS_DIR) + "/robots/anymal_c.json";
+  std::vector<int> envs;  // empty: the device's default list
+  int threads = 0;        // CPU rows; 0 = all hardware threads
+  double seconds = 0.5;
+  int trials = 5;
+  bool cpu = true, cuda = true;
+  std::string json_out;
+  std::vector<ContactMode> contact = {ContactMode::None};
+};
+
+// Consumes argv[i] (and its value) if it is a common option; throws on a bad value.
+inline bool parse_common_option(int argc, char** argv, int& i, CommonOptions& o) {
+  const std::string a = argv[i];
+  if (i + 1 >= argc) return false;
+  if (a == "--robot") {
+    o.robot = argv[++i];
+  } else if (a == "--envs") {
+    o.envs = parse_list(argv[++i]);
+  } else if (a == "--threads") {
+    o.threads = std::atoi(argv[++i]);
+  } else if (a == "--seconds") {
+    o.seconds = std::atof(argv[++i]);
+    if (!(o.seconds > 0)) throw moreau::Error("--seconds: expected a positive number");
+  } else if (a == "--trials") {
+    o.trials = std::max(1, std::atoi(argv[++i]));
+  } else if (a == "--device") {
+    const std::string d = argv[++i];
+    if (d != "cpu" && d != "cuda" && d != "all") throw moreau::Error("--device: expected cpu, cuda or all");
+    o.cpu = d != "cuda";
+    o.cuda = d != "cpu";
+  } else if (a == "--json-out") {
+    o.json_out = argv[++i];
+  } else if (a == "--contact") {
+    o.contact = parse_contact_list(argv[++i]);
+  } else {
+    return false;
+  }
+  if (o.threads <= 0) o.threads = static_cast<int>(std::thread::hardware_concurrency());
+  return true;
 }
 
 inline std::string command_line(int argc, char** argv) {

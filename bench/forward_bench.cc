@@ -54,16 +54,7 @@ double gpu_target_rate(ContactMode mode) {
 }
 bool has_cpu_target(ContactMode mode) { return mode == ContactMode::None || mode == ContactMode::Hard; }
 
-struct Options {
-  std::string robot = std::string(MOREAU_ASSETS_DIR) + "/robots/anymal_c.json";
-  std::vector<int> envs;  // empty: the device's default list
-  int threads = 0;        // CPU rows; 0 = all hardware threads
-  double seconds = 0.5;
-  int trials = 5;
-  bool cpu = true, cuda = true;
-  std::string json_out;
-  std::vector<ContactMode> contact = {ContactMode::None};
-};
+using Options = CommonOptions;
 
 void usage() {
   std::puts(
@@ -240,32 +231,10 @@ int main(int argc, char** argv) {
   const std::string command = command_line(argc, argv);
   try {
     for (int i = 1; i < argc; ++i) {
+      if (parse_common_option(argc, argv, i, o)) continue;
       const std::string a = argv[i];
-      const bool has_value = i + 1 < argc;
-      if (a == "--robot" && has_value) {
-        o.robot = argv[++i];
-      } else if (a == "--envs" && has_value) {
-        o.envs = parse_list(argv[++i]);
-      } else if (a == "--threads" && has_value) {
-        o.threads = std::atoi(argv[++i]);
-      } else if (a == "--seconds" && has_value) {
-        o.seconds = std::atof(argv[++i]);
-        if (!(o.seconds > 0)) throw moreau::Error("--seconds: expected a positive number");
-      } else if (a == "--trials" && has_value) {
-        o.trials = std::max(1, std::atoi(argv[++i]));
-      } else if (a == "--device" && has_value) {
-        const std::string d = argv[++i];
-        if (d != "cpu" && d != "cuda" && d != "all") throw moreau::Error("--device: expected cpu, cuda or all");
-        o.cpu = d != "cuda";
-        o.cuda = d != "cpu";
-      } else if (a == "--json-out" && has_value) {
-        o.json_out = argv[++i];
-      } else if (a == "--contact" && has_value) {
-        o.contact = parse_contact_list(argv[++i]);
-      } else {
-        usage();
-        return a == "--help" || a == "-h" ? 0 : 2;
-      }
+      usage();
+      return a == "--help" || a == "-h" ? 0 : 2;
     }
     if (o.threads <= 0) o.threads = static_cast<int>(std::thread::hardware_concurrency());
 

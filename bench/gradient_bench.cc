@@ -12,7 +12,7 @@
 //    ratio (fwd+bwd time) / (fwd time) is checked against ≤ 3. Every call uses the same
 //    inputs: without contact the default state (servos holding the default pose, at rest);
 //    with contact the robot standing, settled for 1 s from the default state (one float64
-//    environment, copied to all). soft contact has no adjoint yet and is skipped.
+//    environment, copied to all).
 // 2. Rollout memory: Simulator::rollout over H control steps (default 32) at --memory-envs
 //    (default 4096) environments: the bytes it keeps per environment and control step
 //    ((nq + nv + nu) × sizeof(dtype)), its fixed part (one more boundary state and a status per
@@ -69,15 +69,11 @@ constexpr double kGpuTargetRate = 10e6;  // fwd+bwd env-steps/s at ≥ kGpuTarge
 constexpr int kCompareEnvs = 256;        // the main per-environment figure against MuJoCo
 constexpr int32_t kBadStatus = moreau::kStatusFatal | moreau::kStatusNoGradient | moreau::kStatusNanGradient;
 
-struct Options {
-  std::string robot = std::string(MOREAU_ASSETS_DIR) + "/robots/anymal_c.json";
-  std::vector<int> envs;  // empty: the device's default list
-  int threads = 0;        // CPU rows; 0 = all hardware threads
-  double seconds = 0.3;
-  int trials = 5;
-  bool cpu = true, cuda = true;
-  std::string json_out;
-  std::vector<ContactMode> contact = parse_contact_list("all");  // soft is skipped (no adjoint)
+struct Options : CommonOptions {
+  Options() {
+    seconds = 0.3;
+    contact = parse_contact_list("all");
+  }
   int horizon = 32;
   int memory_envs = 4096;
   bool centered = false;
@@ -93,7 +89,7 @@ void usage() {
       "  --envs         default: CPU 1,256,4096; CUDA 4096,16384,65536\n"
       "  --threads      CPU threads for the throughput rows (default all); MuJoCo comparison: 1\n"
       "  --seconds      one timed run (default 0.3); --trials runs per figure (default 5)\n"
-      "  --contact      default all: none,hard,soft,smooth,hard_smooth_grad (soft: skipped, no adjoint yet)\n"
+      "  --contact      default all: none,hard,soft,smooth,hard_smooth_grad\n"
       "  --horizon      recorded rollout length for the memory figures (default 32)\n"
       "  --memory-envs  environments of the memory figures (default 4096)\n"
       "  --centered     central differences in mjd_transitionFD (default: forward, like MuJoCo's)");
@@ -554,30 +550,10 @@ int main(int argc, char** argv) {
   const std::string command = command_line(argc, argv);
   try {
     for (int i = 1; i < argc; ++i) {
+      if (parse_common_option(argc, argv, i, o)) continue;
       const std::string a = argv[i];
       const bool has_value = i + 1 < argc;
-      if (a == "--robot" && has_value) {
-        o.robot = argv[++i];
-      } else if (a == "--envs" && has_value) {
-        o.envs = parse_list(argv[++i]);
-      } else if (a == "--threads" && has_value) {
-        o.threads = std::atoi(argv[++i]);
-      } else if (a == "--seconds" && has_value) {
-        o.seconds = std::atof(argv[++i]);
-        if (!(o.seconds > 0)) throw moreau::Error("--seconds: expected a positive number");
-      } else if (a == "--trials" && has_value) {
-        o.trials = std::max(1, std::atoi(argv[++i]));
-      } else if (a == "--device" && has_value) {
-        const std::string d = argv[++i];
-        if (d != "cpu" && d != "cuda" && d != "all") throw moreau::Error("--device: expected cpu, cuda or all");
-        o.cpu = d != "cuda";
-        o.cuda = d != "cpu";
-      } else if (a == "--json-out" && has_value) {
-        o.json_out = argv[++i];
-      } else if (a == "--contact" && has_value) {
-        const std::string list = argv[++i];
-        o.contact = parse_contact_list(list);
-      } else if (a == "--horizon" && has_value) {
+      if (a == "--horizon" && has_value) {
         o.horizon = std::atoi(argv[++i]);
         if (o.horizon < 1) throw moreau::Error("--horizon: expected >= 1");
       } else if (a == "--memory-envs" && has_value) {
@@ -591,15 +567,7 @@ int main(int argc, char** argv) {
       }
     }
     if (o.threads <= 0) o.threads = static_cast<int>(std::thread::hardware_concurrency());
-    std::vector<ContactMode> modes;  // soft: no adjoint yet
-    bool soft_skipped = false;
-    for (const ContactMode m : o.contact) {
-      if (m == ContactMode::Soft) {
-        soft_skipped = true;
-      } else {
-        modes.push_back(m);
-      }
-    }
+    const std::vector<ContactMode>& modes = o.contact;
 
     const moreau::Model model = moreau::load_model(o.robot);
     const bool cuda = o.cuda && moreau::cuda_available();
@@ -607,7 +575,6 @@ int main(int argc, char** argv) {
     std::printf("moreau-bench-gradient: %s (nq %d, nv %d, nu %d), h = %g s, decimation %d | %s, %u hardware threads%s%s\n",
                 model.name.c_str(), model.nq, model.nv, model.nu, model.timestep, model.decimation,
                 cpu_model().c_str(), std::thread::hardware_concurrency(), cuda ? " | GPU " : "", gpu.c_str());
-    if (soft_skipped) std::printf("contact soft: skipped (no adjoint yet: kStatusNoGradient, docs/gradients.md)\n");
 
     json out = {{"bench", "gradient"},
                 {"robot", model.name},
@@ -623,8 +590,6 @@ int main(int argc, char** argv) {
                 {"date", utc_now()},
                 {"machine", {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}}},
                 {"command", command},
-                {"skipped", soft_skipped ? json::array({{{"contact", "soft"}, {"why", "no adjoint yet"}}})
-                                         : json::array()},
                 {"rows", json::array()},
                 {"memory", json::array()},
                 {"mujoco", json::object()},
