@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <mujoco/mujoco.h>
+#include <nlohmann/json.hpp>
 
 #include "moreau/model.h"
 #include "moreau/simulator.h"
@@ -285,6 +286,29 @@ inline std::string command_line(int argc, char** argv) {
   std::string command = argv[0];
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
   return command;
+}
+
+// The fields every benchmark's JSON line starts with.
+inline nlohmann::json json_header(const char* bench, const moreau::Model& model, const CommonOptions& o,
+                                  const std::string& command) {
+  return {{"bench", bench},
+          {"robot", model.name},
+          {"robot_file", o.robot},
+          {"nq", model.nq},
+          {"nv", model.nv},
+          {"nu", model.nu},
+          {"ncon", model.ncon},
+          {"timestep", model.timestep},
+          {"decimation", model.decimation},
+          {"unit", "env_steps_per_s: environments x physics steps per wall second"},
+          {"seconds_per_run", o.seconds},
+          {"trials", o.trials},
+          {"date", utc_now()},
+          {"machine", {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}}},
+          {"command", command},
+          {"rows", nlohmann::json::array()},
+          {"mujoco", nlohmann::json::object()},
+          {"targets", nlohmann::json::array()}};
 }
 
 }  // namespace bench

@@ -285,24 +285,7 @@ int main(int argc, char** argv) {
     }
     bool failed = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.frozen != 0; });
 
-    json out = {{"bench", "forward"},
-                {"robot", model.name},
-                {"robot_file", o.robot},
-                {"nq", model.nq},
-                {"nv", model.nv},
-                {"nu", model.nu},
-                {"ncon", model.ncon},
-                {"timestep", model.timestep},
-                {"decimation", model.decimation},
-                {"unit", "env_steps_per_s: environments x physics steps per wall second"},
-                {"seconds_per_run", o.seconds},
-                {"trials", o.trials},
-                {"date", utc_now()},
-                {"machine", {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}}},
-                {"command", command},
-                {"rows", json::array()},
-                {"mujoco", json::object()},
-                {"targets", json::array()}};
+    json out = json_header("forward", model, o, command);
     for (const Row& r : rows) out["rows"].push_back(row_json(r));
     if (cuda) out["machine"]["gpu"] = gpu;
     out["mujoco"]["version"] = mj_versionString();

@@ -576,24 +576,8 @@ int main(int argc, char** argv) {
                 model.name.c_str(), model.nq, model.nv, model.nu, model.timestep, model.decimation,
                 cpu_model().c_str(), std::thread::hardware_concurrency(), cuda ? " | GPU " : "", gpu.c_str());
 
-    json out = {{"bench", "gradient"},
-                {"robot", model.name},
-                {"robot_file", o.robot},
-                {"nq", model.nq},
-                {"nv", model.nv},
-                {"nu", model.nu},
-                {"timestep", model.timestep},
-                {"decimation", model.decimation},
-                {"unit", "env_steps_per_s: environments x physics steps per wall second"},
-                {"seconds_per_run", o.seconds},
-                {"trials", o.trials},
-                {"date", utc_now()},
-                {"machine", {{"cpu", cpu_model()}, {"cores", std::thread::hardware_concurrency()}}},
-                {"command", command},
-                {"rows", json::array()},
-                {"memory", json::array()},
-                {"mujoco", json::object()},
-                {"targets", json::array()}};
+    json out = json_header("gradient", model, o, command);
+    out["memory"] = json::array();
     if (cuda) out["machine"]["gpu"] = gpu;
     bool failed = false;
     auto target = [&](json t, bool pass) {
