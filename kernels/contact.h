@@ -206,11 +206,11 @@ MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactSc
 }
 
 // Adjoint of delassus: from Ḡ and c̄, J̄ and v̄ (c = J v) and the H-dependence of G:
-// ⟨Ḡ, dG⟩ = ⟨(Ḡ + Ḡᵀ) J H⁻¹, dJ⟩ − ⟨K Ḡ Kᵀ, dH⟩ with K = H⁻¹ Jᵀ, the latter column by column
-// as reverse RNEA sweeps (adj_mass_times) into aw. Uses ws.vel/acc/f as scratch.
+// ⟨Ḡ, dG⟩ = ⟨(Ḡ + Ḡᵀ) J H⁻¹, dJ⟩ − ⟨K Ḡ Kᵀ, dH⟩ with K = H⁻¹ Jᵀ; the last term is added to
+// adj_H (nv x nv) for adj_crba.
 template <class S>
-MOREAU_HD void adj_delassus(const ModelView<S>& m, Workspace<S>& ws, const ContactScratch<S>& cs, const S* v,
-                            const S* adj_G, const S* adj_c, S* adj_J, S* adj_v, AdjWorkspace<S>& aw) {
+MOREAU_HD void adj_delassus(const ModelView<S>& m, const Workspace<S>& ws, const ContactScratch<S>& cs, const S* v,
+                            const S* adj_G, const S* adj_c, S* adj_J, S* adj_v, S* adj_H) {
   const int nv = m.nv, nr = 3 * cs.n;
   for (int r = 0; r < nr; ++r)  // c = J v
     for (int d = 0; d < nv; ++d) {
@@ -222,23 +222,25 @@ MOREAU_HD void adj_delassus(const ModelView<S>& m, Workspace<S>& ws, const Conta
     for (int d = 0; d < nv; ++d) K[s * nv + d] = cs.J[s * nv + d];
     ltl_solve(m, ws.H, K + s * nv);
   }
+  S KG[3 * kMaxActive * kMaxNv];  // row s holds (K Ḡ)[:, s]
+  for (int s = 0; s < nr; ++s)
+    for (int d = 0; d < nv; ++d) {
+      S t = 0;
+      for (int r = 0; r < nr; ++r) t += K[r * nv + d] * adj_G[r * nr + s];
+      KG[s * nv + d] = t;
+    }
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s < nr; ++s) {
       const S g = adj_G[r * nr + s] + adj_G[s * nr + r];
       if (g == 0) continue;
       for (int d = 0; d < nv; ++d) adj_J[r * nv + d] += g * K[s * nv + d];
     }
-  S tau_adj[kMaxNv];
-  for (int s = 0; s < nr; ++s) {
-    bool any = false;
-    for (int d = 0; d < nv; ++d) {
-      S t = 0;
-      for (int r = 0; r < nr; ++r) t += K[r * nv + d] * adj_G[r * nr + s];
-      tau_adj[d] = -t;
-      any |= t != 0;
+  for (int s = 0; s < nr; ++s)  // −K Ḡ Kᵀ = −Σ_s (K Ḡ)[:, s] K[:, s]ᵀ
+    for (int a = 0; a < nv; ++a) {
+      const S kg = KG[s * nv + a];
+      if (kg == 0) continue;
+      for (int b = 0; b < nv; ++b) adj_H[a * nv + b] -= kg * K[s * nv + b];
     }
-    if (any) adj_mass_times(m, K + s * nv, tau_adj, ws, aw);
-  }
 }
 
 // How far contact i's velocity γ is from satisfying Signorini–Coulomb with its impulse P [m/s]:
@@ -664,7 +666,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   for (int d = 0; d < nv; ++d) adj_v_free[d] += adj_v_next[d];
   if (n == 0) return 0;
   // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: with z = H⁻¹ v̄_next,
-  // P̄_app = J z, J̄ += P_app zᵀ, and ⟨−z, dH x⟩ with x = H⁻¹ Jᵀ P_app
+  // P̄_app = J z, J̄ += P_app zᵀ, and H̄ = −z xᵀ with x = H⁻¹ Jᵀ P_app
   S z[kMaxNv], x[kMaxNv], adj_Papp[3 * kMaxActive];
   for (int d = 0; d < nv; ++d) {
     z[d] = adj_v_next[d];
@@ -693,9 +695,9 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
                cs.P[3 * i + 2] * adj_Papp[3 * i + 2];
     adj_gap[i] = adj_pn[i] = 0;
   }
-  S tau_adj[kMaxNv];
-  for (int d = 0; d < nv; ++d) tau_adj[d] = -z[d];
-  adj_mass_times(m, x, tau_adj, ws, aw);
+  S adj_H[kMaxNv * kMaxNv];  // ⟨−z, dH x⟩ now, −K Ḡ Kᵀ from adj_delassus; then one adj_crba
+  for (int a = 0; a < nv; ++a)
+    for (int b = 0; b < nv; ++b) adj_H[a * nv + b] = -z[a] * x[b];
   const bool soft = mode == kContactSoft;
   if (!adj_pgs_solve(cs, p.friction.get(env), soft, adj_P, adj_c, adj_G, adj_w, adj_p.friction, adj_pn))
     return kStatusNoGradient;
@@ -715,7 +717,8 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
     for (int i = 0; i < n; ++i)
       if (cs.gap[i] > 0) adj_gap[i] += adj_c[3 * i] / h;
   }
-  adj_delassus(m, ws, cs, v_free, adj_G, adj_c, adj_J, adj_v_free, aw);
+  adj_delassus(m, ws, cs, v_free, adj_G, adj_c, adj_J, adj_v_free, adj_H);
+  adj_crba(m, ws, adj_H, aw);
   adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
   return 0;
 }

@@ -218,18 +218,49 @@ MOREAU_HD void crba(const ModelView<S>& m, const S* diag_extra, Workspace<S>& ws
   for (int k = 0; k < nv; ++k) ws.H[k * nv + k] += m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
 }
 
-// ⟨τ̄, H(q) x⟩ differentiated in q (into aw) by a reverse RNEA sweep without velocity and
-// gravity: H(q) x = RNEA(q, 0, x) − g(q). Uses and overwrites ws.vel/acc/f.
+// Adjoint of crba for a full nv x nv H̄ (row-major; the constant diagonal terms carry no
+// gradient). Recomputes each F chain from ws.Ic (left by crba) and reverses it: an entry set
+// twice from one product (H_ab = H_ba for an ancestor dof b) takes H̄_ab + H̄_ba. Accumulates
+// into aw.Xup, aw.Sdof and aw.I.
 template <class S>
-MOREAU_HD void adj_mass_times(const ModelView<S>& m, const S* x, const S* tau_adj, Workspace<S>& ws,
-                              AdjWorkspace<S>& aw) {
-  ModelView<S> m0 = m;
-  m0.gravity[0] = m0.gravity[1] = m0.gravity[2] = 0;
-  S zero[kMaxNv], scratch[kMaxNv];
-  for (int k = 0; k < m.nv; ++k) zero[k] = scratch[k] = 0;
-  rnea(m0, zero, x, ws, scratch);
-  for (int k = 0; k < m.nv; ++k) scratch[k] = 0;
-  adj_rnea(m0, zero, x, ws, scratch, static_cast<S*>(nullptr), tau_adj, aw);
+MOREAU_HD void adj_crba(const ModelView<S>& m, const Workspace<S>& ws, const S* adj_H, AdjWorkspace<S>& aw) {
+  const int nv = m.nv;
+  Inertia<S> adj_Ic[kMaxBodies];
+  for (int i = 0; i < m.nbody; ++i) adj_Ic[i] = {S(0), {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+  Force<S> F[kMaxBodies], adj_F[kMaxBodies];
+  int chain[kMaxBodies];
+  for (int i = 0; i < m.nbody; ++i) {
+    const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
+    for (int a = di; a < di + ni; ++a) {
+      // the chain F_0 = I^c_i S_a, F_{l+1} = Xᵀ_{j_l} F_l up to the root
+      int L = 0;
+      chain[0] = i;
+      F[0] = ws.Ic[i] * ws.Sdof[a];
+      for (int j = i; m.body_parent[j] >= 0; j = m.body_parent[j]) {
+        F[L + 1] = apply_t(ws.Xup[j], F[L]);
+        chain[++L] = m.body_parent[j];
+      }
+      for (int l = L; l >= 0; --l) {
+        adj_F[l] = {{0, 0, 0}, {0, 0, 0}};
+        const int j = chain[l], dj = m.jnt_dofadr[j], nj = joint_nv(m.jnt_type[j]);
+        for (int b = dj; b < dj + nj; ++b) {  // H_ab = F_l · S_b
+          const S w = l == 0 ? adj_H[a * nv + b] : adj_H[a * nv + b] + adj_H[b * nv + a];
+          adj_F[l].n += w * ws.Sdof[b].w;
+          adj_F[l].f += w * ws.Sdof[b].v;
+          aw.Sdof[b].w += w * F[l].n;
+          aw.Sdof[b].v += w * F[l].f;
+        }
+        if (l < L) adj_apply_t(ws.Xup[chain[l]], F[l], aw.Xup[chain[l]], adj_F[l], adj_F[l + 1]);
+      }
+      adj_mul_inertia(ws.Ic[i], ws.Sdof[a], adj_Ic[i], aw.Sdof[a], adj_F[0]);
+    }
+  }
+  // I^c_λ += Xᵀ I^c_i X (children last in the forward): parents first
+  for (int i = 0; i < m.nbody; ++i) {
+    const int par = m.body_parent[i];
+    if (par >= 0) adj_transform_t(ws.Xup[i], ws.Ic[i], aw.Xup[i], adj_Ic[i], adj_Ic[par]);
+    aw.I[i] += adj_Ic[i];
+  }
 }
 
 // In-place H = Lᵀ L exploiting branch-induced sparsity (L_kj ≠ 0 only for j an ancestor

@@ -417,6 +417,32 @@ MOREAU_HD Inertia<S> transform_t(const Transform<S>& X, const Inertia<S>& I) {
            R.zz + rh2 - 2 * hp.z * r.z + m * (rr - r.z * r.z), R.xy - hp.x * r.y - r.x * hp.y - m * r.x * r.y,
            R.xz - hp.x * r.z - r.x * hp.z - m * r.x * r.z, R.yz - hp.y * r.z - r.y * hp.z - m * r.y * r.z}};
 }
+// Adjoint of transform_t. With W the symmetric matrix of adj_ret.I (off-diagonal stored adjoints
+// halved, so that ⟨W, dM⟩ = Σ stored Ī dM), T = ⟨W, 2 (r·h') 1 − h' rᵀ − r h'ᵀ⟩ and
+// U = m ⟨W, |r|² 1 − r rᵀ⟩:
+//   r̄ += m h̄_A + 2 tr(W) h' − 2 W h' + m (2 tr(W) r − 2 W r),   h̄' = h̄_A + 2 tr(W) r − 2 W r,
+//   m̄ += m̄_A + h̄_A·r + |r|² tr(W) − rᵀ W r,   Ē += 2 I_O E W and h̄ via h' = Eᵀ h,
+//   Ī_O (stored) from E W Eᵀ (off-diagonals doubled).
+template <class S>
+MOREAU_HD void adj_transform_t(const Transform<S>& X, const Inertia<S>& I, Transform<S>& adj_X, Inertia<S>& adj_I,
+                               const Inertia<S>& adj_ret) {
+  const Sym3<S>& Wi = adj_ret.I;
+  const Mat3<S> W{{Wi.xx, Wi.xy / 2, Wi.xz / 2, Wi.xy / 2, Wi.yy, Wi.yz / 2, Wi.xz / 2, Wi.yz / 2, Wi.zz}};
+  const S trW = Wi.xx + Wi.yy + Wi.zz;
+  const Vec3<S>& r = X.r;
+  const Vec3<S> hp = mul_t(X.E, I.h);
+  const Vec3<S> Wr = W * r, Whp = W * hp;
+  adj_X.r += I.m * adj_ret.h + (2 * trW) * hp - S(2) * Whp + I.m * ((2 * trW) * r - S(2) * Wr);
+  const Vec3<S> adj_hp = adj_ret.h + (2 * trW) * r - S(2) * Wr;
+  adj_I.m += adj_ret.m + dot(adj_ret.h, r) + dot(r, r) * trW - dot(r, Wr);
+  adj_mul_t(X.E, I.h, adj_X.E, adj_I.h, adj_hp);
+  // R = Eᵀ I_O E
+  const Mat3<S> IO{{I.I.xx, I.I.xy, I.I.xz, I.I.xy, I.I.yy, I.I.yz, I.I.xz, I.I.yz, I.I.zz}};
+  const Mat3<S> IEW = IO * X.E * W;
+  for (int k = 0; k < 9; ++k) adj_X.E.m[k] += 2 * IEW.m[k];
+  const Mat3<S> EWEt = X.E * W * transpose(X.E);
+  adj_I.I += Sym3<S>{EWEt(0, 0), EWEt(1, 1), EWEt(2, 2), 2 * EWEt(0, 1), 2 * EWEt(0, 2), 2 * EWEt(1, 2)};
+}
 
 }  // namespace kern
 }  // namespace moreau

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "host/backend.h"
+#include "kernels/dynamics.h"
 #include "support/mujoco_ref.h"
 #include "support/test_util.h"
 
@@ -157,6 +159,60 @@ TEST(Kinematics, BodyPosesMatchMujoco) {
       for (int k = 0; k < 4; ++k) d += quat[4 * i + k] * ref.d->xquat[4 * (i + 1) + k];
       ASSERT_NEAR(std::abs(d), 1.0, 1e-10) << "body " << model.body_name[i] << " state " << s;
     }
+  }
+}
+
+}  // namespace
+}  // namespace moreau
+
+namespace moreau {
+namespace {
+
+// adj_crba (and adj_transform_t inside it) against central differences of ⟨H̄, H(q)⟩ for a
+// random full H̄, on ANYmal C at random configurations, and the added-base-mass gradient.
+TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
+  const Model model = load_model(asset("anymal_c.json"));
+  PackedModel<double> packed(model);
+  const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
+  std::mt19937 rng(17);
+  std::normal_distribution<double> normal(0, 1);
+  const int nv = model.nv, nq = model.nq;
+  std::vector<double> Hbar(nv * nv), q(nq), v(nv);
+  for (double& x : Hbar) x = normal(rng);
+  auto loss = [&](const double* qq, double added_mass) {
+    kern::Workspace<double> ws;
+    kern::body_inertias(m, added_mass, ws);
+    kern::forward_kinematics(m, qq, ws);
+    kern::crba(m, static_cast<const double*>(nullptr), ws);
+    double L = 0;
+    for (int k = 0; k < nv * nv; ++k) L += Hbar[k] * ws.H[k];
+    return L;
+  };
+  for (int s = 0; s < 3; ++s) {
+    test::random_state(model, rng, q.data(), v.data());
+    const double added = 0.7;
+    kern::Workspace<double> ws;
+    kern::AdjWorkspace<double> aw;
+    kern::body_inertias(m, added, ws);
+    kern::forward_kinematics(m, q.data(), ws);
+    kern::crba(m, static_cast<const double*>(nullptr), ws);
+    kern::adj_clear(m, aw);
+    kern::adj_crba(m, ws, Hbar.data(), aw);
+    std::vector<double> gq(nq, 0.0);
+    double gm = 0;
+    kern::adj_forward_kinematics(m, q.data(), gq.data(), aw);
+    kern::adj_body_inertias(m, added, gm, aw);
+    const double eps = 1e-6;
+    for (int k = 0; k < nq; ++k) {
+      std::vector<double> qp = q, qm = q;
+      qp[k] += eps;
+      qm[k] -= eps;
+      const double fd = (loss(qp.data(), added) - loss(qm.data(), added)) / (2 * eps);
+      EXPECT_NEAR(gq[k], fd, 1e-6 * std::max(1.0, std::abs(fd))) << "q[" << k << "] state " << s;
+    }
+    const double fdm = (loss(q.data(), added + eps) - loss(q.data(), added - eps)) / (2 * eps);
+    EXPECT_NEAR(gm, fdm, 1e-6 * std::max(1.0, std::abs(fdm)));
+    EXPECT_GT(std::abs(gm), 0);
   }
 }
 
