@@ -651,17 +651,17 @@ struct ContactParamAdjoint {
   S smooth_k;
 };
 
-// Adjoint of contact_stage (docs/gradients.md, "Contact"). Re-solves the contact problem at
-// the same inputs in the adjoint's mode (hard_smooth_grad: the smooth model — a straight-through
-// gradient), then, given adj_v_next, accumulates adj_v_free, adj_v_k (soft), adj_qM, aw and the
-// parameter adjoints. Returns status bits.
+// Adjoint of contact_stage (docs/gradients.md, "Contact"). cs holds what contact_stage left
+// (the active set, G, c, w and the solver's P) at the same inputs; hard_smooth_grad re-solves
+// the smooth model there (a straight-through gradient). Given adj_v_next, accumulates
+// adj_v_free, adj_v_k (soft), adj_qM, aw and the parameter adjoints. Returns status bits.
 template <class S, class Ground>
 MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                                 const S* qM, const S* v_k, S h, const Ground& ground, Workspace<S>& ws,
                                 ContactScratch<S>& cs, const S* v_free, const S* adj_v_next, S* adj_v_free,
                                 S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
-  contact_solve(m, cfg, p, env, mode, qM, v_k, h, ground, ws, cs, v_free, static_cast<S*>(nullptr));
+  if (mode != cfg.mode) contact_solve(m, cfg, p, env, mode, qM, v_k, h, ground, ws, cs, v_free, static_cast<S*>(nullptr));
   const int nv = m.nv, n = cs.n, nr = 3 * n;
   for (int d = 0; d < nv; ++d) adj_v_free[d] += adj_v_next[d];
   if (n == 0) return 0;
