@@ -72,6 +72,7 @@ class CudaMemory : public Memory {
   void copy(void* dst, const void* src, size_t bytes) override {
     MOREAU_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
+  void zero(void* dst, size_t bytes) override { MOREAU_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_)); }
   void synchronize() override { MOREAU_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   cudaStream_t stream() const { return stream_; }
 

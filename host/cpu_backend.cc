@@ -35,6 +35,7 @@ class HostMemory : public Memory {
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes > 0) std::memcpy(dst, src, bytes);
   }
+  void zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
 };
 
 template <class S>

@@ -26,6 +26,7 @@ class Memory {
   virtual void download(void* dst, const void* src, size_t bytes) = 0;
   virtual void synchronize() {}
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
+  virtual void zero(void* dst, size_t bytes) = 0;
   // Throws Error if `bytes` for `n_env` environments cannot fit (default: allocation decides).
   virtual void check_capacity(size_t /*bytes*/, int /*n_env*/) {}
 };
@@ -357,9 +358,7 @@ class TypedBackend : public Backend {
     io.adj_smooth_k = static_cast<S*>(g.smooth_k);
   }
   void fill_zero(void* dst, size_t bytes) {
-    if (!dst) return;
-    const std::vector<char> zeros(bytes, 0);
-    mem_->upload(dst, zeros.data(), bytes);
+    if (dst) mem_->zero(dst, bytes);
   }
 
   // Host row-major (rows x width) doubles -> device field-major S.
