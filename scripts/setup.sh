@@ -21,9 +21,11 @@ if ! python3 -c "import pinocchio, numpy, pytest" 2>/dev/null; then
 fi
 # The Python package (python/, pyproject.toml): torch from PyPI (its Linux wheel brings CUDA
 # libraries: ~4 GB, about a minute here), nanobind and scikit-build-core to build it with
-# `pip install --no-build-isolation .` (scripts/test.sh). Skipped when already importable.
-if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy" 2>/dev/null; then
-  python3 -m pip install --quiet --root-user-action=ignore torch nanobind scikit-build-core pytest numpy 2>/dev/null ||
+# `pip install --no-build-isolation .` (scripts/test.sh), rsl-rl-lib (PPO baseline,
+# moreau.rl.rsl_rl, moreau.train_ppo), tensorboard, tqdm, matplotlib (moreau.shac logs and progress bar,
+# moreau.evaluate plots). Skipped when already importable.
+if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy, rsl_rl, tensorboard, tqdm, matplotlib" 2>/dev/null; then
+  python3 -m pip install --quiet --root-user-action=ignore torch nanobind scikit-build-core pytest numpy rsl-rl-lib tensorboard tqdm matplotlib 2>/dev/null ||
     python3 -m pip install --quiet --root-user-action=ignore --break-system-packages \
-      torch nanobind scikit-build-core pytest numpy
+      torch nanobind scikit-build-core pytest numpy rsl-rl-lib tensorboard tqdm matplotlib
 fi

@@ -1,0 +1,558 @@
+"""moreau.shac: Short-Horizon Actor-Critic (SHAC; Xu et al., "Accelerated Policy Learning with
+Parallel Differentiable Simulation", ICLR 2022) on a moreau DiffEnv (moreau.tasks).
+
+Each iteration rolls the ``num_envs`` environments forward ``horizon`` (H, default 32) control
+steps with the current deterministic actor (optionally with Gaussian exploration noise, drawn
+by reparameterisation), and
+
+- trains the actor on the analytic gradient of the negated H-step discounted return plus the
+  discounted terminal value of the target critic, backpropagated through the environment
+  (moreau.torch.step's hand-written adjoint) and the actor; mean over the H·N samples;
+- trains the critic on TD(λ) targets computed from that rollout (``critic_iterations`` epochs
+  of ``critic_minibatches`` shuffled minibatches, MSE), then moves a target critic towards it
+  (Polyak, ``target_alpha``);
+- cuts the graph at the horizon boundary (``env.detach()``): the next iteration continues the
+  same episodes from where this one stopped.
+
+Episode ends inside the horizon: environments that ended in a step are reset by the env
+inside that step. A failure ends the return there (terminal value 0); a time-out
+(``info["time_outs"]``) bootstraps with the target critic's value of
+``info["obs_before_reset"]`` (differentiable, as in the original). Both close that
+environment's partial return in the actor loss and restart its discount. Non-finite
+rewards or states are zeroed and treated as failures.
+
+Also: running mean/std observation normalisation (statistics frozen during each rollout),
+ELU MLPs, Adam (betas 0.7, 0.95), gradient-norm clipping, learning rates decayed linearly to
+``lr_min``, a tqdm progress bar, TensorBoard scalars (``logdir``), checkpoints (``save`` /
+``load``; ``load_policy`` for evaluation).
+
+Command line::
+
+    python3 -m moreau.shac --task cartpole --iterations 200 --num-envs 64 --logdir runs/cartpole
+    python3 -m moreau.shac --task locomotion --contact smooth --iterations 500 --num-envs 1024 \\
+        --logdir runs/anymal_smooth
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import dataclasses
+import json
+import os
+import time
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from torch import nn
+
+__all__ = ["SHACConfig", "SHAC", "RunningMeanStd", "ActorMLP", "CriticMLP", "load_policy", "make_env", "main"]
+
+
+@dataclasses.dataclass
+class SHACConfig:
+    horizon: int = 32
+    gamma: float = 0.99
+    lam: float = 0.95
+    actor_lr: float = 2e-3
+    critic_lr: float = 2e-3
+    lr_min: float = 1e-5            # linear decay to this over ``iterations``
+    lr_schedule: str = "linear"     # "linear" or "constant"
+    betas: Sequence[float] = (0.7, 0.95)
+    grad_norm: float = 1.0          # clip of the actor's and the critic's gradient norms
+    critic_iterations: int = 16
+    critic_minibatches: int = 4
+    target_alpha: float = 0.2       # target <- alpha * target + (1 - alpha) * critic
+    actor_hidden: Sequence[int] = (64, 64)
+    critic_hidden: Sequence[int] = (64, 64)
+    action_noise: float = 0.0       # std of Gaussian exploration noise (pre-tanh); 0 = deterministic
+    obs_norm: bool = True
+    iterations: int = 500
+    seed: int = 0
+    save_interval: int = 100        # checkpoints every this many iterations (and at the end)
+    log_interval: int = 1
+
+
+# Task defaults for the command line (the paper's cart-pole settings; a larger net for the quadruped).
+TASK_DEFAULTS = {
+    "cartpole": dict(actor_hidden=(64, 64), critic_hidden=(64, 64), actor_lr=2e-3, critic_lr=2e-3),
+    "locomotion": dict(actor_hidden=(256, 128, 64), critic_hidden=(256, 128, 64), actor_lr=1e-3,
+                       critic_lr=1e-3, action_noise=0.0),
+}
+
+
+def mlp(n_in: int, hidden: Sequence[int], n_out: int) -> nn.Sequential:
+    layers: List[nn.Module] = []
+    for h in hidden:
+        layers += [nn.Linear(n_in, h), nn.ELU()]
+        n_in = h
+    layers.append(nn.Linear(n_in, n_out))
+    return nn.Sequential(*layers)
+
+
+class ActorMLP(nn.Module):
+    """Deterministic actor: a = tanh(MLP(obs) + noise), in [-1, 1]."""
+
+    def __init__(self, num_obs: int, num_actions: int, hidden: Sequence[int]):
+        super().__init__()
+        self.net = mlp(num_obs, hidden, num_actions)
+
+    def forward(self, obs: torch.Tensor, noise_std: float = 0.0, generator=None) -> torch.Tensor:
+        mu = self.net(obs)
+        if noise_std > 0:
+            mu = mu + noise_std * torch.randn(mu.shape, generator=generator, device=mu.device, dtype=mu.dtype)
+        return torch.tanh(mu)
+
+
+class CriticMLP(nn.Module):
+    def __init__(self, num_obs: int, hidden: Sequence[int]):
+        super().__init__()
+        self.net = mlp(num_obs, hidden, 1)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs).squeeze(-1)
+
+
+class RunningMeanStd:
+    """Running mean and variance over batches (Chan et al.'s parallel update)."""
+
+    def __init__(self, shape, device="cpu", epsilon: float = 1e-4):
+        self.mean = torch.zeros(shape, dtype=torch.float64, device=device)
+        self.var = torch.ones(shape, dtype=torch.float64, device=device)
+        self.count = epsilon
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        x = x.detach().to(torch.float64)
+        x = x[torch.isfinite(x).all(1)]
+        if x.shape[0] == 0:
+            return
+        b_mean, b_var, b_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        delta = b_mean - self.mean
+        tot = self.count + b_count
+        self.mean = self.mean + delta * b_count / tot
+        m2 = self.var * self.count + b_var * b_count + delta ** 2 * self.count * b_count / tot
+        self.var = m2 / tot
+        self.count = tot
+
+    def frozen(self, dtype=torch.float32):
+        """(mean, std) as constant tensors of ``dtype`` (a snapshot: later updates do not change them)."""
+        return self.mean.to(dtype).clone(), torch.sqrt(self.var + 1e-5).to(dtype)
+
+    def state_dict(self) -> Dict:
+        return {"mean": self.mean.cpu(), "var": self.var.cpu(), "count": self.count}
+
+    def load_state_dict(self, d: Dict) -> None:
+        self.mean = d["mean"].to(self.mean.device, torch.float64)
+        self.var = d["var"].to(self.var.device, torch.float64)
+        self.count = float(d["count"])
+
+
+def _normalize(obs: torch.Tensor, stats, clip: float = 10.0) -> torch.Tensor:
+    if stats is None:
+        return obs
+    mean, std = stats
+    return ((obs - mean) / std).clamp(-clip, clip)
+
+
+class _NullWriter:
+    def add_scalar(self, *a, **k):
+        pass
+
+    def flush(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def _writer(logdir: Optional[str]):
+    if not logdir:
+        return _NullWriter()
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except Exception:  # tensorboard not installed
+        return _NullWriter()
+    return SummaryWriter(logdir)
+
+
+class SHAC:
+    """SHAC on a DiffEnv. ``train()`` runs ``cfg.iterations`` iterations (or ``train(n)``);
+    ``iteration()`` runs one and returns its statistics."""
+
+    def __init__(self, env, cfg: Optional[SHACConfig] = None, logdir: Optional[str] = None,
+                 progress: bool = True, env_meta: Optional[Dict] = None):
+        self.env = env
+        self.cfg = cfg = cfg or SHACConfig()
+        self.device = torch.device(env.device)
+        self.logdir = logdir
+        self.progress = progress
+        self.env_meta = dict(env_meta or {})
+        torch.manual_seed(cfg.seed)
+        self.gen = torch.Generator(device=self.device).manual_seed(cfg.seed)
+        n_obs, n_act = env.num_obs, env.num_actions
+        self.actor = ActorMLP(n_obs, n_act, cfg.actor_hidden).to(self.device)
+        self.critic = CriticMLP(n_obs, cfg.critic_hidden).to(self.device)
+        self.target_critic = copy.deepcopy(self.critic)
+        self.target_critic.requires_grad_(False)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr, betas=tuple(cfg.betas))
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr, betas=tuple(cfg.betas))
+        self.obs_rms = RunningMeanStd((n_obs,), device=self.device) if cfg.obs_norm else None
+        self.it = 0
+        self.steps = 0
+        h, n = cfg.horizon, env.num_envs
+        self.obs_buf = torch.zeros(h, n, n_obs, device=self.device)
+        self.rew_buf = torch.zeros(h, n, device=self.device)
+        self.done_mask = torch.zeros(h, n, device=self.device)
+        self.next_values = torch.zeros(h, n, device=self.device)
+        self.ep_return = torch.zeros(n, device=self.device)
+        self.ep_length = torch.zeros(n, device=self.device)
+        self.finished_returns: collections.deque = collections.deque(maxlen=200)
+        self.finished_lengths: collections.deque = collections.deque(maxlen=200)
+        self.timers = collections.defaultdict(float)
+        self.history: List[Dict] = []
+        self._started = False
+
+    # ---- policy ---------------------------------------------------------------------
+    def obs_stats(self):
+        return self.obs_rms.frozen() if self.obs_rms is not None else None
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """The deterministic policy's action for raw observations (evaluation)."""
+        return self.actor(_normalize(obs.to(torch.float32), self.obs_stats()))
+
+    # ---- one iteration --------------------------------------------------------------
+    def _lr(self, base: float) -> float:
+        if self.cfg.lr_schedule != "linear" or self.cfg.iterations <= 0:
+            return base
+        frac = min(self.it / self.cfg.iterations, 1.0)
+        return base + (self.cfg.lr_min - base) * frac
+
+    def _actor_loss(self) -> torch.Tensor:
+        cfg, env = self.cfg, self.env
+        h, n = cfg.horizon, env.num_envs
+        tm = self.timers
+        stats = self.obs_stats()  # frozen for the whole rollout (later updates must not enter the graph)
+        obs = env.get_observations()
+        if self.obs_rms is not None:
+            self.obs_rms.update(obs)
+        rew_acc = torch.zeros(n, device=self.device)
+        disc = torch.ones(n, device=self.device)
+        loss = torch.zeros((), device=self.device)
+        for i in range(h):
+            t0 = time.perf_counter()
+            obs_n = _normalize(obs.to(torch.float32), stats)
+            self.obs_buf[i] = obs_n.detach()
+            actions = self.actor(obs_n, cfg.action_noise, self.gen)
+            t1 = time.perf_counter()
+            obs, rew, done, info = env.step(actions)
+            t2 = time.perf_counter()
+            obs = obs.to(torch.float32)
+            rew = rew.to(torch.float32)
+            time_outs = info.get("time_outs")
+            time_outs = torch.zeros_like(done) if time_outs is None else time_outs.to(torch.bool)
+            finite = torch.isfinite(rew.detach())
+            if not bool(finite.all()):  # a blown-up environment: no reward, a terminal end
+                rew = torch.where(finite, rew, torch.zeros_like(rew))
+                done = done | ~finite
+                time_outs = time_outs & finite
+            if self.obs_rms is not None:
+                self.obs_rms.update(obs)
+            next_v = self.target_critic(_normalize(obs, stats))
+            if bool(done.any()):
+                end_obs = info.get("obs_before_reset", obs).to(torch.float32)
+                ok = torch.isfinite(end_obs.detach()).all(1) & (end_obs.detach().abs().amax(1) < 1e6)
+                boot = time_outs & ok
+                if bool(boot.any()):
+                    safe = torch.where(ok[:, None], end_obs, torch.zeros_like(end_obs))
+                    v_end = torch.where(boot, self.target_critic(_normalize(safe, stats)), torch.zeros_like(next_v))
+                else:
+                    v_end = torch.zeros_like(next_v)
+                next_v = torch.where(done, v_end, next_v)
+            rew_acc = rew_acc + disc * rew
+            value_term = rew_acc + disc * cfg.gamma * next_v
+            if i < h - 1:
+                loss = loss - torch.where(done, value_term, torch.zeros_like(value_term)).sum()
+            else:
+                loss = loss - value_term.sum()
+            disc = torch.where(done, torch.ones_like(disc), disc * cfg.gamma)
+            rew_acc = torch.where(done, torch.zeros_like(rew_acc), rew_acc)
+            with torch.no_grad():
+                self.rew_buf[i] = rew.detach()
+                self.done_mask[i] = 1.0 if i == h - 1 else done.float()
+                self.next_values[i] = next_v.detach()
+                self.ep_return += rew.detach()
+                self.ep_length += 1
+                if bool(done.any()):
+                    ids = done.nonzero().squeeze(1)
+                    self.finished_returns.extend(self.ep_return[ids].tolist())
+                    self.finished_lengths.extend(self.ep_length[ids].tolist())
+                    self.ep_return[ids] = 0
+                    self.ep_length[ids] = 0
+            t3 = time.perf_counter()
+            tm["policy"] += t1 - t0
+            tm["env_step"] += t2 - t1
+            tm["policy"] += t3 - t2  # values, bookkeeping
+        self.steps += h * n
+        return loss / (h * n)
+
+    @torch.no_grad()
+    def _target_values(self) -> torch.Tensor:
+        cfg = self.cfg
+        h, n = self.rew_buf.shape
+        ai = torch.zeros(n, device=self.device)
+        bi = torch.zeros(n, device=self.device)
+        lam = torch.ones(n, device=self.device)
+        target = torch.zeros(h, n, device=self.device)
+        for i in reversed(range(h)):
+            d = self.done_mask[i]
+            lam = lam * cfg.lam * (1.0 - d) + d
+            ai = (1.0 - d) * (cfg.lam * cfg.gamma * ai + cfg.gamma * self.next_values[i]
+                              + (1.0 - lam) / (1.0 - cfg.lam) * self.rew_buf[i])
+            bi = cfg.gamma * (self.next_values[i] * d + bi * (1.0 - d)) + self.rew_buf[i]
+            target[i] = (1.0 - cfg.lam) * ai + lam * bi
+        return target
+
+    def _train_critic(self, target: torch.Tensor) -> float:
+        cfg = self.cfg
+        obs = self.obs_buf.reshape(-1, self.obs_buf.shape[-1])
+        tgt = target.reshape(-1)
+        total = obs.shape[0]
+        nb = max(1, min(cfg.critic_minibatches, total))
+        bs = total // nb
+        last = 0.0
+        for _ in range(cfg.critic_iterations):
+            perm = torch.randperm(total, generator=self.gen, device=self.device)
+            epoch_loss = 0.0
+            for b in range(nb):
+                idx = perm[b * bs:(b + 1) * bs]
+                loss = ((self.critic(obs[idx]) - tgt[idx]) ** 2).mean()
+                self.critic_opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_norm > 0:
+                    nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.grad_norm)
+                self.critic_opt.step()
+                epoch_loss += loss.item()
+            last = epoch_loss / nb
+        with torch.no_grad():
+            a = cfg.target_alpha
+            for p, tp in zip(self.critic.parameters(), self.target_critic.parameters()):
+                tp.mul_(a).add_(p, alpha=1.0 - a)
+        return last
+
+    def iteration(self) -> Dict[str, float]:
+        """One SHAC iteration; returns its statistics."""
+        cfg, tm = self.cfg, self.timers
+        if not self._started:
+            self.env.reset()
+            self._started = True
+        t_start = time.perf_counter()
+        actor_lr, critic_lr = self._lr(cfg.actor_lr), self._lr(cfg.critic_lr)
+        for g in self.actor_opt.param_groups:
+            g["lr"] = actor_lr
+        for g in self.critic_opt.param_groups:
+            g["lr"] = critic_lr
+        self.env.detach()  # the horizon boundary: a new graph from the current state
+        self.actor_opt.zero_grad(set_to_none=True)
+        loss = self._actor_loss()
+        t0 = time.perf_counter()
+        loss.backward()
+        t1 = time.perf_counter()
+        grads = [p.grad for p in self.actor.parameters() if p.grad is not None]
+        grad_norm = torch.norm(torch.stack([g.norm() for g in grads])).item() if grads else 0.0
+        if not torch.isfinite(torch.tensor(grad_norm)):
+            self.actor_opt.zero_grad(set_to_none=True)  # skip a non-finite update
+        else:
+            if cfg.grad_norm > 0:
+                nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.grad_norm)
+            self.actor_opt.step()
+        self.env.detach()
+        t2 = time.perf_counter()
+        value_loss = self._train_critic(self._target_values())
+        t3 = time.perf_counter()
+        tm["backward"] += t1 - t0
+        tm["actor_update"] += t2 - t1
+        tm["critic"] += t3 - t2
+        tm["iteration"] += t3 - t_start
+        self.it += 1
+        stats = {
+            "actor_loss": loss.item(),
+            "value_loss": value_loss,
+            "grad_norm": grad_norm,
+            "actor_lr": actor_lr,
+            "mean_reward": self.rew_buf.mean().item(),
+            "episode_return": (sum(self.finished_returns) / len(self.finished_returns)
+                               if self.finished_returns else float("nan")),
+            "episode_length": (sum(self.finished_lengths) / len(self.finished_lengths)
+                               if self.finished_lengths else float("nan")),
+            "iteration_time": t3 - t_start,
+            "fps": cfg.horizon * self.env.num_envs / max(t3 - t_start, 1e-9),
+        }
+        self.history.append(stats)
+        return stats
+
+    # ---- training loop --------------------------------------------------------------
+    def train(self, iterations: Optional[int] = None) -> List[Dict]:
+        n = self.cfg.iterations if iterations is None else int(iterations)
+        writer = _writer(self.logdir)
+        bar = None
+        if self.progress:
+            try:
+                from tqdm import tqdm
+                bar = tqdm(total=n, desc="SHAC", dynamic_ncols=True)
+            except ImportError:
+                bar = None
+        try:
+            for _ in range(n):
+                s = self.iteration()
+                if self.it % self.cfg.log_interval == 0:
+                    for k, val in s.items():
+                        if val == val:  # not NaN
+                            writer.add_scalar(f"shac/{k}", val, self.it)
+                    writer.add_scalar("shac/env_steps", self.steps, self.it)
+                if bar is not None:
+                    bar.set_postfix(ret=f"{s['episode_return']:.1f}", rew=f"{s['mean_reward']:.3f}",
+                                    vloss=f"{s['value_loss']:.3g}", fps=f"{s['fps']:.0f}")
+                    bar.update(1)
+                if self.logdir and self.cfg.save_interval > 0 and self.it % self.cfg.save_interval == 0:
+                    self.save(os.path.join(self.logdir, f"model_{self.it}.pt"))
+            if self.logdir:
+                self.save(os.path.join(self.logdir, "model_final.pt"))
+        finally:
+            if bar is not None:
+                bar.close()
+            writer.flush()
+            writer.close()
+        return self.history
+
+    # ---- checkpoints ----------------------------------------------------------------
+    def state_dict(self) -> Dict:
+        return {
+            "format": "moreau.shac/1",
+            "config": dataclasses.asdict(self.cfg),
+            "env": {"num_obs": self.env.num_obs, "num_actions": self.env.num_actions, **self.env_meta},
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_opt": self.actor_opt.state_dict(),
+            "critic_opt": self.critic_opt.state_dict(),
+            "obs_rms": self.obs_rms.state_dict() if self.obs_rms is not None else None,
+            "iteration": self.it,
+            "env_steps": self.steps,
+        }
+
+    def save(self, path: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = path + ".tmp"
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    def load(self, path: str, load_optimizers: bool = True) -> Dict:
+        ck = torch.load(path, map_location=self.device, weights_only=False)
+        self.actor.load_state_dict(ck["actor"])
+        self.critic.load_state_dict(ck["critic"])
+        self.target_critic.load_state_dict(ck["target_critic"])
+        if load_optimizers:
+            self.actor_opt.load_state_dict(ck["actor_opt"])
+            self.critic_opt.load_state_dict(ck["critic_opt"])
+        if self.obs_rms is not None and ck.get("obs_rms") is not None:
+            self.obs_rms.load_state_dict(ck["obs_rms"])
+        self.it = int(ck.get("iteration", 0))
+        self.steps = int(ck.get("env_steps", 0))
+        return ck
+
+
+class Policy(nn.Module):
+    """A saved SHAC actor with its observation statistics: ``policy(obs) -> actions``."""
+
+    def __init__(self, actor: ActorMLP, stats, meta: Dict):
+        super().__init__()
+        self.actor = actor
+        self.stats = stats
+        self.meta = meta
+
+    @torch.no_grad()
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor(_normalize(obs.to(torch.float32), self.stats))
+
+
+def load_policy(path: str, device="cpu") -> Policy:
+    """The deterministic policy of a SHAC checkpoint (``SHAC.save``)."""
+    ck = torch.load(path, map_location=device, weights_only=False)
+    cfg, env = ck["config"], ck["env"]
+    actor = ActorMLP(env["num_obs"], env["num_actions"], cfg["actor_hidden"]).to(device)
+    actor.load_state_dict(ck["actor"])
+    actor.eval()
+    stats = None
+    if ck.get("obs_rms") is not None:
+        rms = RunningMeanStd((env["num_obs"],), device=device)
+        rms.load_state_dict(ck["obs_rms"])
+        stats = rms.frozen()
+    return Policy(actor, stats, {"config": cfg, "env": env, "iteration": ck.get("iteration", 0)})
+
+
+def make_env(task: str, num_envs: int, contact: Optional[str] = None, device="cpu", seed: int = 0, **kwargs):
+    """A DiffEnv by task name (moreau.tasks.make) with the common arguments."""
+    from . import tasks
+    kw = dict(num_envs=num_envs, device=device, seed=seed, **kwargs)
+    if contact is not None:
+        kw["contact"] = contact
+    return tasks.make(task, **kw)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m moreau.shac", description="SHAC on a moreau task")
+    p.add_argument("--task", default="cartpole", choices=["cartpole", "locomotion"])
+    p.add_argument("--contact", default=None, help="contact mode (locomotion): none, hard, soft, smooth, "
+                   "hard_smooth_grad; default: the task's")
+    p.add_argument("--iterations", type=int, default=500)
+    p.add_argument("--num-envs", type=int, default=None, help="default 64 (cartpole), 1024 (locomotion)")
+    p.add_argument("--horizon", type=int, default=32)
+    p.add_argument("--logdir", default=None, help="TensorBoard logs and checkpoints (model_<it>.pt, model_final.pt)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--actor-lr", type=float, default=None)
+    p.add_argument("--critic-lr", type=float, default=None)
+    p.add_argument("--action-noise", type=float, default=None)
+    p.add_argument("--save-interval", type=int, default=100)
+    p.add_argument("--resume", default=None, help="a checkpoint to continue from")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch intra-op threads on the CPU (default 1: the networks are small, and with more threads "
+                        "a busy machine makes torch's thread pool spin; 0 = torch's default)")
+    a = p.parse_args(argv)
+    if a.torch_threads > 0 and torch.device(a.device).type == "cpu":
+        torch.set_num_threads(a.torch_threads)
+
+    num_envs = a.num_envs or (64 if a.task == "cartpole" else 1024)
+    env = make_env(a.task, num_envs, contact=a.contact, device=a.device, seed=a.seed)
+    cfg = SHACConfig(**TASK_DEFAULTS.get(a.task, {}))
+    cfg.horizon, cfg.iterations, cfg.seed, cfg.save_interval = a.horizon, a.iterations, a.seed, a.save_interval
+    for name in ("actor_lr", "critic_lr", "action_noise"):
+        if getattr(a, name) is not None:
+            setattr(cfg, name, getattr(a, name))
+    contact = a.contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
+    meta = {"task": a.task, "contact": contact}
+    agent = SHAC(env, cfg, logdir=a.logdir, progress=not a.no_progress, env_meta=meta)
+    if a.resume:
+        agent.load(a.resume)
+    if a.logdir:
+        os.makedirs(a.logdir, exist_ok=True)
+        with open(os.path.join(a.logdir, "config.json"), "w") as f:
+            json.dump({"args": vars(a), "config": dataclasses.asdict(cfg)}, f, indent=2)
+    hist = agent.train(cfg.iterations - agent.it if a.resume else None)
+    if hist:
+        last = hist[-1]
+        tm = agent.timers
+        print(f"done: {agent.it} iterations, {agent.steps} env steps; last: episode return "
+              f"{last['episode_return']:.2f}, mean step reward {last['mean_reward']:.4f}; time per iteration "
+              f"{tm['iteration'] / len(hist):.3f} s (env step {tm['env_step'] / len(hist):.3f}, backward "
+              f"{tm['backward'] / len(hist):.3f}, critic {tm['critic'] / len(hist):.3f})")
+    if a.logdir:
+        print(f"checkpoint: {os.path.join(a.logdir, 'model_final.pt')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,383 @@
+"""ANYmal C velocity-command tracking on flat ground (SCIENCE.md Study B; legged_gym's flat
+ANYmal C task without its actuator network), as a batched differentiable environment.
+
+Robot and control: assets/robots/anymal_c.json; physics h = 0.005 s, decimation 4 (50 Hz
+control, dt = 0.02 s); PD servos kp = 80, kd = 2, torque limit 80 N m (the simulator's position
+actuators); joint target = default + ``action_scale`` · action, actions clipped to [-1, 1]; the
+base starts at 0.6 m.
+
+Observation (48, legged_gym's order and scales, ``obs_scales``)::
+
+    [0:3]   base linear velocity, base frame       · lin_vel (2.0)
+    [3:6]   base angular velocity, base frame      · ang_vel (0.25)
+    [6:9]   projected gravity (gravity direction in the base frame, (0, 0, -1) upright)
+    [9:12]  command (v_x, v_y, ω_z)                · (lin_vel, lin_vel, ang_vel)
+    [12:24] joint positions − default              · dof_pos (1.0)
+    [24:36] joint velocities                       · dof_vel (0.05)
+    [36:48] previous action (the action applied in the last step; 0 after a reset)
+
+clipped to ±``clip_obs``.
+
+Reward (per control step, each term · its weight · dt, legged_gym's flat ANYmal weights by
+default; ``reward_weights``): ``tracking_lin_vel`` exp(−|cmd_xy − v_xy|² / σ),
+``tracking_ang_vel`` exp(−(cmd_ωz − ω_z)² / σ) (base frame, σ = ``tracking_sigma``),
+``lin_vel_z`` v_z², ``ang_vel_xy`` ω_x² + ω_y², ``orientation`` |g_xy|² (projected gravity),
+``action_rate`` |a − a_prev|², ``torques`` |τ|² with τ = clip(kp (target − q_j) − kd q̇_j, ±80)
+computed from the state before the step (the torque of the step's first physics substep),
+``dof_acc`` |(q̇_j' − q̇_j) / dt|², and ``termination`` (1 on a failure, not on a time-out).
+All but ``termination`` are differentiable w.r.t. the actions and the state (moreau.torch.step).
+
+Termination: base height below ``base_height_limit`` (the stand-in for base contact: only the
+feet have contact geometry), tilt (angle of the base z axis from the vertical) above
+``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
+(``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
+pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
+(``reset_*``), previous action 0, new command and new randomised parameters.
+
+Commands: v_x, v_y, ω_z uniform in ``command_ranges``, resampled per environment every
+U[``resampling_time``] seconds and at reset; planar commands with |(v_x, v_y)| below
+``small_command_threshold`` are set to 0 (legged_gym).
+
+Randomisation: friction μ ~ U[``friction_range``] and added base mass ~ U[``added_mass_range``]
+per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
+per-environment parameters (so that the backward of an earlier step still sees the values of
+its forward); pushes add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world
+velocity of every environment every ``push_interval_s`` seconds.
+
+The differentiable state is ``q`` (num_envs, 19), ``v`` (num_envs, 18) and ``last_actions``
+(num_envs, 12) (moreau.tasks.base). Free-joint convention: v[0:3] world-frame linear velocity,
+v[3:6] body-frame angular velocity; quaternion (w, x, y, z).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Dict, Optional, Tuple
+
+import torch
+
+import moreau
+import moreau.torch as mt
+
+from .base import DiffEnv
+
+__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS"]
+
+REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "action_rate",
+                "torques", "dof_acc", "termination")
+
+
+def _default_weights() -> Dict[str, float]:
+    # legged_gym LeggedRobotCfg.rewards.scales with AnymalCFlatCfg's orientation and torques.
+    return {"tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
+            "orientation": -5.0, "action_rate": -0.01, "torques": -2.5e-5, "dof_acc": -2.5e-7, "termination": 0.0}
+
+
+def _default_obs_scales() -> Dict[str, float]:
+    return {"lin_vel": 2.0, "ang_vel": 0.25, "dof_pos": 1.0, "dof_vel": 0.05}
+
+
+@dataclass
+class LocomotionConfig:
+    num_envs: int = 64
+    contact: str = "hard"                       # hard, soft, smooth, hard_smooth_grad (or a ContactOptions)
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+    seed: int = 0
+    n_threads: int = 0                          # simulator CPU threads (0 = all)
+    episode_length_s: float = 20.0
+    # commands (v_x [m/s], v_y [m/s], ω_z [rad/s])
+    command_ranges: Tuple[Tuple[float, float], ...] = ((-1.0, 1.0), (-1.0, 1.0), (-1.0, 1.0))
+    resampling_time: Tuple[float, float] = (10.0, 15.0)
+    small_command_threshold: float = 0.2
+    # control
+    action_scale: float = 0.5
+    clip_actions: float = 1.0
+    kp: float = 80.0
+    kd: float = 2.0
+    torque_limit: float = 80.0
+    # rewards
+    reward_weights: Dict[str, float] = field(default_factory=_default_weights)
+    tracking_sigma: float = 0.25
+    scale_rewards_by_dt: bool = True
+    only_positive_rewards: bool = False         # legged_gym clips the total at 0 (kills gradients there)
+    # observations
+    obs_scales: Dict[str, float] = field(default_factory=_default_obs_scales)
+    clip_obs: float = 100.0
+    # termination
+    base_height_limit: float = 0.25
+    max_tilt: float = 1.0                       # rad
+    # resets
+    init_base_height: float = 0.6
+    reset_dof_scale_range: Tuple[float, float] = (0.5, 1.5)
+    reset_base_vel: float = 0.5
+    # randomisation
+    randomize_friction: bool = True
+    friction_range: Tuple[float, float] = (0.5, 1.25)
+    randomize_base_mass: bool = True
+    added_mass_range: Tuple[float, float] = (-5.0, 5.0)
+    push_robots: bool = True
+    push_interval_s: float = 15.0
+    max_push_vel: float = 0.5
+
+
+def quat_rotate_inverse(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    """R(quat)ᵀ vec for quaternions (w, x, y, z) (..., 4) and vectors (..., 3): a world vector in
+    the body frame."""
+    w = quat[..., 0:1]
+    u = quat[..., 1:4]
+    return vec * (2.0 * w * w - 1.0) - 2.0 * w * torch.cross(u, vec, dim=-1) + 2.0 * u * (u * vec).sum(-1, keepdim=True)
+
+
+def quat_rotate(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
+    """R(quat) vec: a body vector in the world frame."""
+    w = quat[..., 0:1]
+    u = quat[..., 1:4]
+    return vec * (2.0 * w * w - 1.0) + 2.0 * w * torch.cross(u, vec, dim=-1) + 2.0 * u * (u * vec).sum(-1, keepdim=True)
+
+
+class Locomotion(DiffEnv):
+    """ANYmal C velocity tracking (see the module docstring). ``Locomotion(cfg)`` or
+    ``Locomotion(num_envs=..., contact=..., ...)`` (keyword overrides of LocomotionConfig)."""
+
+    def __init__(self, cfg: Optional[LocomotionConfig] = None, **overrides):
+        cfg = cfg or LocomotionConfig()
+        known = {f.name for f in fields(LocomotionConfig)}
+        bad = set(overrides) - known
+        if bad:
+            raise TypeError(f"Locomotion: unknown option(s) {sorted(bad)}")
+        if "reward_weights" in overrides:  # a partial dict overrides the defaults' entries
+            w = dict(cfg.reward_weights)
+            w.update(overrides["reward_weights"])
+            unknown = set(w) - set(REWARD_TERMS)
+            if unknown:
+                raise ValueError(f"Locomotion: unknown reward term(s) {sorted(unknown)} (have {REWARD_TERMS})")
+            overrides["reward_weights"] = w
+        self.cfg = cfg = replace(cfg, **overrides)
+
+        self.sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=cfg.num_envs, device=cfg.device,
+                                    dtype=cfg.dtype, contact=cfg.contact, n_threads=cfg.n_threads)
+        sim = self.sim
+        self.device = sim.device
+        self.dtype = sim.dtype
+        self.num_envs = sim.n_env
+        self.num_actions = sim.nu
+        self.num_obs = 48
+        self.dt = sim.model.timestep * sim.model.decimation
+        self.max_episode_length = int(math.ceil(cfg.episode_length_s / self.dt))
+        self.push_interval = max(1, int(round(cfg.push_interval_s / self.dt)))
+
+        tk = dict(dtype=self.dtype, device=self.device)
+        m = sim.model
+        self.q0 = torch.tensor(m.qpos0, **tk)
+        self.q0[2] = cfg.init_base_height
+        self.default_dof_pos = self.q0[torch.tensor(m.actuator_qposadr, device=self.device)].clone()
+        sim.set_param("kp", [cfg.kp] * self.num_actions)
+        sim.set_param("kd", [cfg.kd] * self.num_actions)
+        self.gravity_dir = torch.tensor([0.0, 0.0, -1.0], **tk)
+        s = cfg.obs_scales
+        self.commands_scale = torch.tensor([s["lin_vel"], s["lin_vel"], s["ang_vel"]], **tk)
+        self.reward_weights = dict(cfg.reward_weights)
+
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(cfg.seed)
+
+        n = self.num_envs
+        self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=self.device)
+        self.command_time_left = torch.zeros(n, dtype=torch.long, device=self.device)
+        self.common_step_counter = 0
+        self.commands = torch.zeros(n, 3, **tk)
+        self.friction = torch.ones(n, **tk)
+        self.added_base_mass = torch.zeros(n, **tk)
+        self.episode_sums = {k: torch.zeros(n, **tk) for k in REWARD_TERMS}
+        self.q = self.q0.repeat(n, 1)
+        self.v = torch.zeros(n, sim.nv, **tk)
+        self.last_actions = torch.zeros(n, self.num_actions, **tk)
+        self.obs = torch.zeros(n, self.num_obs, **tk)
+        self.reset()
+
+    # ---- randomness --------------------------------------------------------------------
+    def seed(self, seed: int) -> None:
+        self.generator.manual_seed(int(seed))
+
+    def _uniform(self, lo: float, hi: float, *shape) -> torch.Tensor:
+        r = torch.rand(*shape, generator=self.generator, dtype=self.dtype, device=self.device)
+        return lo + (hi - lo) * r
+
+    def _sample_commands(self, mask: torch.Tensor) -> None:
+        n = self.num_envs
+        cmd = torch.stack([self._uniform(lo, hi, n) for lo, hi in self.cfg.command_ranges], dim=1)
+        small = cmd[:, :2].norm(dim=1, keepdim=True) < self.cfg.small_command_threshold
+        cmd = torch.cat([torch.where(small, torch.zeros_like(cmd[:, :2]), cmd[:, :2]), cmd[:, 2:]], dim=1)
+        self.commands = torch.where(mask[:, None], cmd, self.commands)
+        lo, hi = self.cfg.resampling_time
+        steps = torch.round(self._uniform(lo, hi, n) / self.dt).long().clamp_min(1)
+        self.command_time_left = torch.where(mask, steps, self.command_time_left)
+
+    def _sample_params(self, mask: torch.Tensor) -> None:
+        n, c = self.num_envs, self.cfg
+        if c.randomize_friction:
+            self.friction = torch.where(mask, self._uniform(*c.friction_range, n), self.friction)
+        if c.randomize_base_mass:
+            self.added_base_mass = torch.where(mask, self._uniform(*c.added_mass_range, n), self.added_base_mass)
+
+    def _reset_state(self, mask: torch.Tensor, q: torch.Tensor, v: torch.Tensor, last_actions: torch.Tensor):
+        """q, v, last_actions with the environments in ``mask`` reset (out of place: the other
+        environments keep their gradients)."""
+        n, c = self.num_envs, self.cfg
+        q_new = self.q0.repeat(n, 1)
+        q_new[:, 7:] = self.default_dof_pos * self._uniform(*c.reset_dof_scale_range, n, self.num_actions)
+        v_new = torch.zeros_like(v)
+        v_new[:, :6] = self._uniform(-c.reset_base_vel, c.reset_base_vel, n, 6)
+        m = mask[:, None]
+        return (torch.where(m, q_new, q), torch.where(m, v_new, v),
+                torch.where(m, torch.zeros_like(last_actions), last_actions))
+
+    def reset_envs(self, mask: torch.Tensor) -> None:
+        """Resets the environments in the bool mask (num_envs,) (state, previous action, episode
+        length, command, randomised parameters); does not recompute the observation."""
+        mask = mask.to(self.device)
+        self.q, self.v, self.last_actions = self._reset_state(mask, self.q, self.v, self.last_actions)
+        self.episode_length_buf = torch.where(mask, torch.zeros_like(self.episode_length_buf), self.episode_length_buf)
+        self._sample_commands(mask)
+        self._sample_params(mask)
+        for k in self.episode_sums:
+            self.episode_sums[k] = torch.where(mask, torch.zeros_like(self.episode_sums[k]), self.episode_sums[k])
+
+    def reset(self) -> torch.Tensor:
+        self.reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        self.obs = self.compute_observations(self.q, self.v, self.commands, self.last_actions)
+        return self.obs
+
+    def detach(self) -> None:
+        self.q = self.q.detach()
+        self.v = self.v.detach()
+        self.last_actions = self.last_actions.detach()
+        self.obs = self.obs.detach()
+
+    def get_observations(self) -> torch.Tensor:
+        return self.obs
+
+    def set_state(self, q: torch.Tensor, v: torch.Tensor) -> None:
+        """Sets the differentiable state (num_envs, 19), (num_envs, 18) (e.g. for tests) and recomputes
+        the observation."""
+        self.q = torch.as_tensor(q, dtype=self.dtype, device=self.device).clone()
+        self.v = torch.as_tensor(v, dtype=self.dtype, device=self.device).clone()
+        self.obs = self.compute_observations(self.q, self.v, self.commands, self.last_actions)
+
+    # ---- pieces (pure functions of their arguments; tested on hand-built states) ---------
+    def base_quantities(self, q: torch.Tensor, v: torch.Tensor):
+        """(base linear velocity, base angular velocity, projected gravity), base frame."""
+        quat = q[:, 3:7]
+        lin = quat_rotate_inverse(quat, v[:, 0:3])
+        ang = v[:, 3:6]
+        grav = quat_rotate_inverse(quat, self.gravity_dir.expand(q.shape[0], 3))
+        return lin, ang, grav
+
+    def compute_observations(self, q, v, commands, last_actions) -> torch.Tensor:
+        s = self.cfg.obs_scales
+        lin, ang, grav = self.base_quantities(q, v)
+        obs = torch.cat([lin * s["lin_vel"], ang * s["ang_vel"], grav, commands * self.commands_scale,
+                         (q[:, 7:] - self.default_dof_pos) * s["dof_pos"], v[:, 6:] * s["dof_vel"], last_actions], dim=1)
+        c = self.cfg.clip_obs
+        return obs.clamp(-c, c) if c else obs
+
+    def targets(self, actions: torch.Tensor) -> torch.Tensor:
+        """Joint position targets for (clipped) actions."""
+        return self.default_dof_pos + self.cfg.action_scale * actions
+
+    def torques(self, q, v, actions) -> torch.Tensor:
+        """PD torques clip(kp (target − q_j) − kd q̇_j, ±limit) for state (q, v)."""
+        c = self.cfg
+        tau = c.kp * (self.targets(actions) - q[:, 7:]) - c.kd * v[:, 6:]
+        return tau.clamp(-c.torque_limit, c.torque_limit)
+
+    def reward_terms(self, q, v, q_next, v_next, actions, last_actions, commands, failed) -> Dict[str, torch.Tensor]:
+        """Unweighted reward terms (num_envs,) of the step (q, v) --actions--> (q_next, v_next)."""
+        lin, ang, grav = self.base_quantities(q_next, v_next)
+        sig = self.cfg.tracking_sigma
+        return {
+            "tracking_lin_vel": torch.exp(-((commands[:, :2] - lin[:, :2]) ** 2).sum(1) / sig),
+            "tracking_ang_vel": torch.exp(-(commands[:, 2] - ang[:, 2]) ** 2 / sig),
+            "lin_vel_z": lin[:, 2] ** 2,
+            "ang_vel_xy": (ang[:, :2] ** 2).sum(1),
+            "orientation": (grav[:, :2] ** 2).sum(1),
+            "action_rate": ((actions - last_actions) ** 2).sum(1),
+            "torques": (self.torques(q, v, actions) ** 2).sum(1),
+            "dof_acc": (((v_next[:, 6:] - v[:, 6:]) / self.dt) ** 2).sum(1),
+            "termination": failed.to(self.dtype),
+        }
+
+    def combine_rewards(self, terms: Dict[str, torch.Tensor]) -> torch.Tensor:
+        scale = self.dt if self.cfg.scale_rewards_by_dt else 1.0
+        total = 0.0
+        for k, t in terms.items():
+            w = self.reward_weights.get(k, 0.0)
+            if w:
+                total = total + (w * scale) * t
+        if not isinstance(total, torch.Tensor):
+            total = torch.zeros(self.num_envs, dtype=self.dtype, device=self.device)
+        if self.cfg.only_positive_rewards:
+            total = total.clamp_min(0.0)
+        return total
+
+    def check_termination(self, q, v, status=None):
+        """(failed, time_out) bool (num_envs,) for the state after the step (episode_length_buf
+        already counts it)."""
+        _, _, grav = self.base_quantities(q, v)
+        tilt = torch.acos((-grav[:, 2]).clamp(-1.0, 1.0))
+        failed = (q[:, 2] < self.cfg.base_height_limit) | (tilt > self.cfg.max_tilt)
+        if status is not None:
+            failed = failed | ((status[:, 0] & moreau.STATUS_FATAL) != 0)
+        failed = failed | ~torch.isfinite(q).all(1) | ~torch.isfinite(v).all(1)
+        time_out = (self.episode_length_buf >= self.max_episode_length) & ~failed
+        return failed, time_out
+
+    # ---- the control step --------------------------------------------------------------------
+    def step(self, actions: torch.Tensor):
+        c = self.cfg
+        actions = actions.to(device=self.device, dtype=self.dtype).clamp(-c.clip_actions, c.clip_actions)
+        q, v, last = self.q, self.v, self.last_actions
+        q1, v1, status = mt.step(self.sim, q, v, self.targets(actions), friction=self.friction,
+                                 added_base_mass=self.added_base_mass, return_status=True)
+        self.episode_length_buf = self.episode_length_buf + 1
+        self.common_step_counter += 1
+        failed, time_out = self.check_termination(q1, v1, status)
+        done = failed | time_out
+
+        terms = self.reward_terms(q, v, q1, v1, actions, last, self.commands, failed)
+        bad = ~(torch.isfinite(q1).all(1) & torch.isfinite(v1).all(1))
+        reward = self.combine_rewards(terms)
+        reward = torch.where(bad, torch.zeros_like(reward), reward)
+        obs_before = self.compute_observations(q1, v1, self.commands, actions)
+        obs_before = torch.where(bad[:, None], torch.zeros_like(obs_before), obs_before)
+        with torch.no_grad():
+            scale = self.dt if c.scale_rewards_by_dt else 1.0
+            for k, t in terms.items():
+                t = torch.where(bad, torch.zeros_like(t), t.detach())
+                self.episode_sums[k] = self.episode_sums[k] + self.reward_weights.get(k, 0.0) * scale * t
+        info = {"time_outs": time_out, "failures": failed}
+        if bool(done.any()):
+            ep = {}
+            with torch.no_grad():
+                for k, s in self.episode_sums.items():
+                    if self.reward_weights.get(k, 0.0):
+                        ep["rew_" + k] = (s[done].mean() / c.episode_length_s).item()
+                ep["episode_length_s"] = (self.episode_length_buf[done].to(self.dtype).mean() * self.dt).item()
+            info["episode"] = ep
+
+        # new state: the step's output, ended environments reset, then pushes and command resampling
+        self.q, self.v, self.last_actions = q1, v1, actions
+        if bool(done.any()):
+            self.reset_envs(done)
+        self.command_time_left = self.command_time_left - 1
+        resample = (self.command_time_left <= 0) & ~done
+        if bool(resample.any()):
+            self._sample_commands(resample)
+        if c.push_robots and self.common_step_counter % self.push_interval == 0:
+            push = torch.zeros_like(self.v)
+            push[:, 0:2] = self._uniform(-c.max_push_vel, c.max_push_vel, self.num_envs, 2)
+            self.v = self.v + push
+        self.obs = self.compute_observations(self.q, self.v, self.commands, self.last_actions)
+        info["obs_before_reset"] = torch.where(done[:, None], obs_before, self.obs)
+        return self.obs, reward, done, info

@@ -1,0 +1,290 @@
+"""moreau.tasks.locomotion: ANYmal C velocity tracking (SCIENCE.md Study B) — observation
+layout, each reward term on hand-built states, terminations, resets, command resampling,
+randomisation, pushes, gradients, contact modes."""
+import math
+
+import pytest
+import torch
+
+from moreau.tasks import DiffEnv, make
+from moreau.tasks.locomotion import REWARD_TERMS, Locomotion, quat_rotate, quat_rotate_inverse
+
+DT = 0.02
+
+
+def env_(n=4, **kw):
+    kw.setdefault("n_threads", 1)
+    kw.setdefault("seed", 0)
+    return Locomotion(num_envs=n, **kw)
+
+
+def quat_axis_angle(axis, angle):
+    axis = torch.tensor(axis, dtype=torch.float32)
+    axis = axis / axis.norm()
+    return torch.cat([torch.tensor([math.cos(angle / 2)]), math.sin(angle / 2) * axis])
+
+
+@pytest.fixture(scope="module")
+def env():
+    return env_(2, push_robots=False)
+
+
+def test_interface(env):
+    assert isinstance(env, DiffEnv) and isinstance(make("locomotion", num_envs=2, n_threads=1), Locomotion)
+    assert (env.num_envs, env.num_obs, env.num_actions) == (2, 48, 12)
+    assert env.dt == pytest.approx(DT) and env.max_episode_length == 1000
+    assert env.sim.substeps >= 1 and env.sim.model.decimation == 4 and env.sim.model.timestep == pytest.approx(0.005)
+    assert torch.equal(env.sim.param("kp")[0], torch.full((12,), 80.0))
+    assert torch.equal(env.sim.param("kd")[0], torch.full((12,), 2.0))
+    obs = env.reset()
+    assert obs.shape == (2, 48) and torch.equal(obs, env.get_observations())
+    assert torch.allclose(env.default_dof_pos, torch.tensor([0, .4, -.8, 0, .4, -.8, 0, -.4, .8, 0, -.4, .8]))
+    with pytest.raises(TypeError):
+        Locomotion(num_envs=2, no_such_option=1)
+    with pytest.raises(ValueError):
+        Locomotion(num_envs=2, reward_weights={"no_such_term": 1.0})
+
+
+def test_quaternion_helpers():
+    q = quat_axis_angle([0, 0, 1], math.pi / 2)[None]
+    assert torch.allclose(quat_rotate_inverse(q, torch.tensor([[1.0, 0, 0]])), torch.tensor([[0.0, -1, 0]]), atol=1e-6)
+    assert torch.allclose(quat_rotate(q, torch.tensor([[1.0, 0, 0]])), torch.tensor([[0.0, 1, 0]]), atol=1e-6)
+
+
+def test_observation_layout(env):
+    """A base yawed by 90° moving along world x, rolled env 1; joints off default."""
+    n = 2
+    q = env.q0.repeat(n, 1)
+    q[0, 3:7] = quat_axis_angle([0, 0, 1], math.pi / 2)
+    q[1, 3:7] = quat_axis_angle([1, 0, 0], 0.3)
+    q[:, 7:] += torch.linspace(-0.2, 0.2, 12)
+    v = torch.zeros(n, 18)
+    v[:, 0:3] = torch.tensor([1.0, 0.0, 0.3])      # world frame
+    v[:, 3:6] = torch.tensor([0.1, -0.2, 0.5])      # body frame
+    v[:, 6:] = torch.arange(12.0)
+    cmd = torch.tensor([[0.5, -0.5, 0.2], [0.0, 0.0, -1.0]])
+    last = torch.linspace(-1, 1, 12).repeat(n, 1)
+    obs = env.compute_observations(q, v, cmd, last)
+    assert obs.shape == (2, 48)
+    assert torch.allclose(obs[0, 0:3], 2.0 * torch.tensor([0.0, -1.0, 0.3]), atol=1e-6)  # base frame · 2
+    assert torch.allclose(obs[:, 3:6], 0.25 * torch.tensor([0.1, -0.2, 0.5]).repeat(2, 1))
+    assert torch.allclose(obs[0, 6:9], torch.tensor([0.0, 0.0, -1.0]), atol=1e-6)
+    assert torch.allclose(obs[1, 6:9], torch.tensor([0.0, -math.sin(0.3), -math.cos(0.3)]), atol=1e-6)
+    assert torch.allclose(obs[:, 9:12], cmd * torch.tensor([2.0, 2.0, 0.25]))
+    assert torch.allclose(obs[:, 12:24], torch.linspace(-0.2, 0.2, 12).repeat(2, 1), atol=1e-6)
+    assert torch.allclose(obs[:, 24:36], 0.05 * torch.arange(12.0).repeat(2, 1))
+    assert torch.equal(obs[:, 36:48], last)
+
+
+def test_reward_terms_on_hand_built_state(env):
+    n = 2
+    q = env.q0.repeat(n, 1)
+    q[:, 3:7] = quat_axis_angle([0, 0, 1], math.pi / 2)
+    q[1, 3:7] = quat_axis_angle([1, 0, 0], 0.3)
+    q[:, 7:] = env.default_dof_pos + 0.1
+    v = torch.zeros(n, 18)
+    v[:, 6:] = 1.0
+    q1 = q.clone()
+    v1 = torch.zeros(n, 18)
+    v1[:, 0:3] = torch.tensor([1.0, 0.0, 0.3])
+    v1[:, 3:6] = torch.tensor([0.1, -0.2, 0.5])
+    v1[:, 6:] = 1.0 + DT * torch.arange(12.0)        # joint accelerations 0..11 rad/s²
+    actions = torch.zeros(n, 12)
+    actions[:, 0] = 1.0                                # target 0.5 above default on joint 0
+    actions[1, 1] = -1.0
+    last = torch.zeros(n, 12)
+    last[:, 2] = 0.5
+    cmd = torch.tensor([[0.5, -0.5, 0.2], [0.5, -0.5, 0.2]])
+    failed = torch.tensor([False, True])
+    t = env.reward_terms(q, v, q1, v1, actions, last, cmd, failed)
+    assert set(t) == set(REWARD_TERMS)
+    # env 0: base yawed 90°: world (1, 0, 0.3) is (0, -1, 0.3) in the base frame
+    assert t["tracking_lin_vel"][0].item() == pytest.approx(math.exp(-(0.5 ** 2 + 0.5 ** 2) / 0.25), rel=1e-5)
+    assert t["tracking_ang_vel"][0].item() == pytest.approx(math.exp(-(0.2 - 0.5) ** 2 / 0.25), rel=1e-5)
+    assert t["lin_vel_z"][0].item() == pytest.approx(0.09, rel=1e-5)
+    assert t["ang_vel_xy"][0].item() == pytest.approx(0.05, rel=1e-5)
+    assert t["orientation"][0].item() == pytest.approx(0.0, abs=1e-10)
+    assert t["orientation"][1].item() == pytest.approx(math.sin(0.3) ** 2, rel=1e-5)
+    assert t["action_rate"][0].item() == pytest.approx(1.0 + 0.25)
+    assert t["action_rate"][1].item() == pytest.approx(1.0 + 1.0 + 0.25)
+    # τ = 80 (target − q) − 2 q̇: joint 0: 80 (0.5 − 0.1) − 2 = 30; others: 80 (−0.1) − 2 = −10;
+    # env 1 joint 1: 80 (−0.5 − 0.1) − 2 = −50
+    assert t["torques"][0].item() == pytest.approx(30 ** 2 + 11 * 10 ** 2, rel=1e-5)
+    assert t["torques"][1].item() == pytest.approx(30 ** 2 + 50 ** 2 + 10 * 10 ** 2, rel=1e-5)
+    tau = env.torques(q, v, 100 * actions)              # saturates at the 80 N m limit
+    assert tau[0, 0].item() == pytest.approx(80.0) and tau[1, 1].item() == pytest.approx(-80.0)
+    assert t["dof_acc"][0].item() == pytest.approx(sum(k * k for k in range(12)), rel=1e-4)
+    assert t["termination"].tolist() == [0.0, 1.0]
+    total = env.combine_rewards(t)
+    w = env.reward_weights
+    expect = DT * sum(w[k] * t[k] for k in REWARD_TERMS)
+    assert torch.allclose(total, expect)
+    # configurable weights
+    e2 = env_(1, reward_weights={"tracking_lin_vel": 0.0, "torques": -1.0}, scale_rewards_by_dt=False)
+    assert e2.reward_weights["tracking_ang_vel"] == 0.5 and e2.reward_weights["torques"] == -1.0
+    only_torque = {k: (t[k][:1] if k == "torques" else torch.zeros(1)) for k in REWARD_TERMS}
+    assert e2.combine_rewards(only_torque).item() == pytest.approx(-(30 ** 2 + 11 * 10 ** 2))
+
+
+def test_check_termination_on_hand_built_states(env):
+    q = env.q0.repeat(2, 1)
+    v = torch.zeros(2, 18)
+    env.episode_length_buf = torch.zeros(2, dtype=torch.long)
+    assert env.check_termination(q, v)[0].tolist() == [False, False]
+    q[0, 2] = 0.2                                               # base too low (base contact)
+    q[1, 3:7] = quat_axis_angle([1, 1, 0], 1.1)                 # tilted beyond 1 rad
+    failed, time_out = env.check_termination(q, v)
+    assert failed.tolist() == [True, True] and time_out.tolist() == [False, False]
+    q[1, 3:7] = quat_axis_angle([1, 1, 0], 0.9)
+    assert env.check_termination(q, v)[0].tolist() == [True, False]
+    q[0, 2] = float("nan")
+    assert env.check_termination(q, v)[0].tolist() == [True, False]
+    env.episode_length_buf = torch.tensor([env.max_episode_length, env.max_episode_length])
+    failed, time_out = env.check_termination(q, v)
+    assert failed.tolist() == [True, False] and time_out.tolist() == [False, True]  # failure wins
+    env.reset()
+
+
+def test_stands_with_zero_actions():
+    e = env_(4, push_robots=False, command_ranges=((0, 0), (0, 0), (0, 0)))
+    e.reset()
+    with torch.no_grad():
+        for _ in range(50):
+            obs, rew, done, info = e.step(torch.zeros(4, 12))
+            assert not done.any()
+            assert torch.isfinite(obs).all() and torch.isfinite(rew).all()
+    assert (e.q[:, 2] > 0.4).all()
+    assert torch.equal(e.commands, torch.zeros(4, 3))
+    assert (rew > 0).all()  # tracking a zero command while standing beats the penalties
+
+
+def test_failure_reset_keeps_pre_reset_observation():
+    e = env_(3, push_robots=False)
+    e.reset()
+    q, v = e.q.clone(), e.v.clone()
+    q[0, 2] = 2.0
+    q[0, 3:7] = quat_axis_angle([1, 0, 0], 1.5)                 # airborne, rolled 1.5 rad: fails
+    v[0] = 0.0
+    e.set_state(q, v)
+    cmd_before = e.commands.clone()
+    fr_before = e.friction.clone()
+    with torch.no_grad():
+        obs, rew, done, info = e.step(torch.zeros(3, 12))
+    assert done.tolist() == [True, False, False]
+    assert info["time_outs"].tolist() == [False, False, False]
+    ob = info["obs_before_reset"]
+    assert ob[0, 7].item() < -0.9                               # projected gravity of the rolled base
+    assert abs(obs[0, 7].item()) < 0.35 and obs[0, 8].item() < -0.9   # new episode: upright
+    assert torch.equal(ob[1:], obs[1:])
+    assert e.q[0, 2].item() == pytest.approx(0.6)
+    assert torch.equal(obs[0, 36:], torch.zeros(12))           # previous action cleared
+    assert e.episode_length_buf.tolist() == [0, 1, 1]
+    assert not torch.equal(e.commands[0], cmd_before[0]) and torch.equal(e.commands[1:], cmd_before[1:])
+    assert e.friction[0] != fr_before[0] and torch.equal(e.friction[1:], fr_before[1:])
+    assert "episode" in info and "rew_tracking_lin_vel" in info["episode"]
+
+
+def test_time_out():
+    e = env_(2, push_robots=False, episode_length_s=0.1)
+    assert e.max_episode_length == 5
+    e.reset()
+    with torch.no_grad():
+        for k in range(5):
+            obs, rew, done, info = e.step(torch.zeros(2, 12))
+            assert done.tolist() == ([True, True] if k == 4 else [False, False])
+    assert info["time_outs"].tolist() == [True, True]
+    assert e.episode_length_buf.tolist() == [0, 0]
+    assert not torch.equal(info["obs_before_reset"], obs)
+    assert info["episode"]["episode_length_s"] == pytest.approx(0.1)
+
+
+def test_command_sampling_and_resampling():
+    e = env_(256, push_robots=False)
+    c = e.commands
+    assert (c.abs() <= 1.0).all()
+    xy = c[:, :2].norm(dim=1)
+    assert ((xy == 0) | (xy >= 0.2)).all() and (xy > 0).sum() > 200
+    assert c[:, 2].std() > 0.4
+    steps = e.command_time_left
+    assert (steps >= 500).all() and (steps <= 750).all() and steps.float().std() > 20   # 10–15 s at 50 Hz
+    e2 = env_(4, push_robots=False, command_ranges=((0.5, 0.5), (0.0, 0.0), (-0.3, -0.3)))
+    assert torch.allclose(e2.commands, torch.tensor([0.5, 0.0, -0.3]).repeat(4, 1))
+    e3 = env_(4, push_robots=False)
+    e3.command_time_left = torch.tensor([1, 100, 100, 100])
+    before = e3.commands.clone()
+    with torch.no_grad():
+        e3.step(torch.zeros(4, 12))
+    assert not torch.equal(e3.commands[0], before[0]) and torch.equal(e3.commands[1:], before[1:])
+    assert 500 <= e3.command_time_left[0] <= 750 and e3.command_time_left[1:].tolist() == [99, 99, 99]
+    assert torch.equal(e3.obs[:, 9:12], e3.commands * torch.tensor([2.0, 2.0, 0.25]))
+
+
+def test_randomisation_per_env():
+    e = env_(64, push_robots=False)
+    assert (e.friction >= 0.5).all() and (e.friction <= 1.25).all() and e.friction.std() > 0.1
+    assert (e.added_base_mass.abs() <= 5).all() and e.added_base_mass.std() > 1.5
+    with torch.no_grad():
+        e.step(torch.zeros(64, 12))
+    assert torch.allclose(e.sim.param("friction")[:, 0], e.friction)
+    assert torch.allclose(e.sim.param("added_base_mass")[:, 0], e.added_base_mass)
+    off = env_(4, randomize_friction=False, randomize_base_mass=False)
+    assert torch.equal(off.friction, torch.ones(4)) and torch.equal(off.added_base_mass, torch.zeros(4))
+
+
+def test_pushes():
+    """Twin envs with the same seed, one with a push every 2 control steps: after step 2 their
+    states differ exactly by a planar base velocity within ±0.5 m/s."""
+    kw = dict(command_ranges=((0, 0), (0, 0), (0, 0)))
+    a, b = env_(8, push_robots=True, push_interval_s=2 * DT, **kw), env_(8, push_robots=False, **kw)
+    with torch.no_grad():
+        for _ in range(2):
+            a.step(torch.zeros(8, 12))
+            b.step(torch.zeros(8, 12))
+    d = a.v - b.v
+    assert torch.equal(a.q, b.q)
+    assert torch.equal(d[:, 2:], torch.zeros(8, 16))
+    assert (d[:, :2].abs() <= 0.5).all() and (d[:, :2].abs() > 0).all()
+    assert torch.allclose(a.obs[:, 0:3] / 2, quat_rotate_inverse(a.q[:, 3:7], a.v[:, 0:3]), atol=1e-6)
+
+
+def test_differentiable_through_steps_and_detach():
+    e = env_(2, push_robots=False, contact="smooth")
+    q0 = e.q.clone().requires_grad_()
+    e.q = q0
+    acts = [torch.full((2, 12), 0.1 * k, requires_grad=True) for k in range(3)]
+    loss = 0
+    for a in acts:
+        obs, rew, done, info = e.step(a)
+        assert obs.requires_grad and rew.requires_grad and info["obs_before_reset"].requires_grad
+        loss = loss + rew.sum() + 0.1 * obs[:, :36].pow(2).sum()
+    loss.backward()
+    for a in acts:
+        assert torch.isfinite(a.grad).all() and a.grad.abs().sum() > 0
+    assert torch.isfinite(q0.grad).all() and q0.grad[:, 7:].abs().sum() > 0
+    e.detach()
+    assert not e.q.requires_grad and not e.v.requires_grad and not e.last_actions.requires_grad
+    a = torch.zeros(2, 12, requires_grad=True)
+    obs, rew, _, _ = e.step(a)
+    rew.sum().backward()
+    assert acts[0].grad is not None and torch.isfinite(a.grad).all()
+    with torch.no_grad():
+        obs, rew, _, _ = e.step(torch.zeros(2, 12, requires_grad=True))
+    assert not obs.requires_grad and not rew.requires_grad
+
+
+@pytest.mark.parametrize("mode", ["hard", "soft", "smooth", "hard_smooth_grad"])
+def test_contact_modes(mode):
+    e = env_(2, contact=mode, push_robots=False)
+    assert e.sim.options.contact.mode == __import__("moreau").contact_mode_from_name(mode)
+    with torch.no_grad():
+        for _ in range(10):
+            obs, rew, done, info = e.step(torch.zeros(2, 12))
+    assert torch.isfinite(obs).all() and not done.any() and (e.q[:, 2] > 0.4).all()
+
+
+def test_actions_clipped():
+    a, b = env_(2, push_robots=False), env_(2, push_robots=False)
+    with torch.no_grad():
+        oa, ra, _, _ = a.step(torch.full((2, 12), 5.0))
+        ob, rb, _, _ = b.step(torch.full((2, 12), 1.0))
+    assert torch.equal(oa, ob) and torch.equal(ra, rb) and torch.equal(oa[:, 36:], torch.ones(2, 12))
