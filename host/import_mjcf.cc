@@ -6,6 +6,7 @@
 // would change the dynamics, is an error naming the file, line and feature. docs/import.md
 // lists the choices.
 #include "moreau/import.h"
+#include "moreau/model.h"
 
 #ifdef MOREAU_WITH_XML
 

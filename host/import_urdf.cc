@@ -3,6 +3,7 @@
 // joints stay fixed bodies, which compile() merges. Choices for what URDF leaves open (a
 // <limit> without lower/upper, cylinder collisions) are in docs/import.md.
 #include "moreau/import.h"
+#include "moreau/model.h"
 
 #ifdef MOREAU_WITH_XML
 
