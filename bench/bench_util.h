@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -286,6 +287,16 @@ inline std::string command_line(int argc, char** argv) {
   std::string command = argv[0];
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
   return command;
+}
+
+// Prints the JSON line and writes it to `path` too when given.
+inline void emit_json(const nlohmann::json& out, const std::string& path) {
+  const std::string line = out.dump();
+  std::printf("JSON %s\n", line.c_str());
+  if (path.empty()) return;
+  std::ofstream f(path);
+  f << line << "\n";
+  if (!f) throw moreau::Error("--json-out: cannot write " + path);
 }
 
 // The fields every benchmark's JSON line starts with.

@@ -359,13 +359,7 @@ int main(int argc, char** argv) {
                                 {"result", gpu_result}});
     }
 
-    const std::string line = out.dump();
-    std::printf("JSON %s\n", line.c_str());
-    if (!o.json_out.empty()) {
-      std::ofstream f(o.json_out);
-      f << line << "\n";
-      if (!f) throw moreau::Error("--json-out: cannot write " + o.json_out);
-    }
+    emit_json(out, o.json_out);
     return failed ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moreau-bench-forward: %s\n", e.what());

@@ -735,13 +735,7 @@ int main(int argc, char** argv) {
              jac_pass);
     }
 
-    const std::string line = out.dump();
-    std::printf("JSON %s\n", line.c_str());
-    if (!o.json_out.empty()) {
-      std::ofstream f(o.json_out);
-      f << line << "\n";
-      if (!f) throw moreau::Error("--json-out: cannot write " + o.json_out);
-    }
+    emit_json(out, o.json_out);
     return failed ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "moreau-bench-gradient: %s\n", e.what());

@@ -1,8 +1,12 @@
 // moreau host — single-environment dynamics in double, through the kernels/ functions.
 #include "moreau/dynamics.h"
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
 #include "host/backend.h"
-#include "kernels/dynamics.h"
+#include "kernels/contact.h"
 
 namespace moreau {
 namespace {
@@ -95,6 +99,20 @@ void center_of_mass(const Model& model, const double* q, double* com_out) {
     mass += model.body_mass[i];
   }
   for (int k = 0; k < 3; ++k) com_out[k] = mc[k] / mass;
+}
+
+void contact_gaps(const Model& model, const double* q, double* gaps_out) {
+  HostDynamics d(model, q);
+  kern::ContactScratch<double> cs;
+  kern::contact_candidates(d.m, d.ws, q, kern::PlaneGround<double>{}, -1e300, cs, gaps_out);
+}
+
+double lowest_gap(const Model& model, const double* q) {
+  std::vector<double> gaps(model.ncon);
+  contact_gaps(model, q, gaps.data());
+  double g = std::numeric_limits<double>::infinity();
+  for (double x : gaps) g = std::min(g, x);
+  return g;
 }
 
 void momentum(const Model& model, const double* q, const double* v, double* h_out) {

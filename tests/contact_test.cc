@@ -254,29 +254,6 @@ TEST(Contact, CudaMatchesCpuOnTenThousandEnvironments) {
 // Energy: contact never adds energy (random drops and throws).
 // ---------------------------------------------------------------------------------------
 
-// Rotates x by the unit quaternion (w, x, y, z).
-void quat_rotate(const double* qt, const double* x, double* out) {
-  const double w = qt[0], a = qt[1], b = qt[2], c = qt[3];
-  const double R[9] = {1 - 2 * (b * b + c * c), 2 * (a * b - c * w),     2 * (a * c + b * w),
-                       2 * (a * b + c * w),     1 - 2 * (a * a + c * c), 2 * (b * c - a * w),
-                       2 * (a * c - b * w),     2 * (b * c + a * w),     1 - 2 * (a * a + b * b)};
-  for (int i = 0; i < 3; ++i) out[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2];
-}
-
-// Clearance of the lowest contact point above the plane z = 0 (negative: penetrating).
-double lowest_gap(const Model& model, const double* q) {
-  std::vector<double> pos(3 * model.nbody), quat(4 * model.nbody);
-  body_poses(model, q, pos.data(), quat.data());
-  double gap = 1e300;
-  for (int k = 0; k < model.ncon; ++k) {
-    const int b = model.con_body[k];
-    double c[3];
-    quat_rotate(quat.data() + 4 * b, model.con_pos.data() + 3 * k, c);
-    gap = std::min(gap, pos[3 * b + 2] + c[2] - model.con_radius[k]);
-  }
-  return gap;
-}
-
 // n random throws (row-major q: n x nq, v: n x nv): the root gets a uniformly random
 // orientation and is placed so that its lowest contact point is 0.05–0.5 m above the ground
 // (nothing starts penetrating); linear velocity uniform in ±3 m/s and angular velocity in ±10

@@ -126,27 +126,6 @@ void table(const char* title, const char* unit, const std::vector<double>& value
   }
 }
 
-// Rotation of x by the unit quaternion (w, x, y, z).
-void quat_rotate(const double* qt, const double* x, double* out) {
-  const double w = qt[0], a = qt[1], b = qt[2], c = qt[3];
-  const double R[9] = {1 - 2 * (b * b + c * c), 2 * (a * b - c * w),     2 * (a * c + b * w),
-                       2 * (a * b + c * w),     1 - 2 * (a * a + c * c), 2 * (b * c - a * w),
-                       2 * (a * c - b * w),     2 * (b * c + a * w),     1 - 2 * (a * a + b * b)};
-  for (int i = 0; i < 3; ++i) out[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2];
-}
-// Clearance of the lowest contact point.
-double lowest_gap(const Model& m, const double* q) {
-  std::vector<double> pos(3 * m.nbody), quat(4 * m.nbody);
-  body_poses(m, q, pos.data(), quat.data());
-  double gap = 1e300;
-  for (int k = 0; k < m.ncon; ++k) {
-    double c[3];
-    quat_rotate(quat.data() + 4 * m.con_body[k], m.con_pos.data() + 3 * k, c);
-    gap = std::min(gap, pos[3 * m.con_body[k] + 2] + c[2] - m.con_radius[k]);
-  }
-  return gap;
-}
-
 // Cube throws as in tests/contact_test.cc: random orientation, lowest corner 0.05–0.5 m up,
 // linear velocity ±3 m/s, angular ±10 rad/s per component.
 void cube_throws(const Model& m, int n, uint32_t seed, std::vector<double>& q, std::vector<double>& v) {

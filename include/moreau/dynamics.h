@@ -18,6 +18,10 @@ double potential_energy(const Model& model, const double* q);
 void body_poses(const Model& model, const double* q, double* pos_out, double* quat_out);
 // World position of the centre of mass of the whole robot.
 void center_of_mass(const Model& model, const double* q, double* com_out);
+// Signed gap of every contact point above the ground (ncon), as the contact stage computes it.
+void contact_gaps(const Model& model, const double* q, double* gaps_out);
+// The smallest of contact_gaps (+infinity for a model without contact points).
+double lowest_gap(const Model& model, const double* q);
 // Spatial momentum about the world origin in world coordinates: (angular 3, linear 3).
 void momentum(const Model& model, const double* q, const double* v, double* h_out);
 
