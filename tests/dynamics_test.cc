@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -214,6 +215,26 @@ TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
     EXPECT_NEAR(gm, fdm, 1e-6 * std::max(1.0, std::abs(fdm)));
     EXPECT_GT(std::abs(gm), 0);
   }
+}
+
+}  // namespace
+}  // namespace moreau
+
+namespace moreau {
+namespace {
+
+// The cube's corners: at height z with identity orientation the lowest is z − 0.05; tilted by
+// 45° about x the lowest edge is z − 0.05·√2.
+TEST(Kinematics, ContactGapsOfTheCube) {
+  const Model model = load_model(asset("cube.json"));
+  std::vector<double> q = model.qpos0, gaps(model.ncon);
+  q[2] = 0.3;
+  q[3] = 1, q[4] = q[5] = q[6] = 0;
+  contact_gaps(model, q.data(), gaps.data());
+  EXPECT_NEAR(*std::min_element(gaps.begin(), gaps.end()), 0.25, 1e-12);
+  EXPECT_NEAR(*std::max_element(gaps.begin(), gaps.end()), 0.35, 1e-12);
+  q[3] = std::cos(M_PI / 8), q[4] = std::sin(M_PI / 8);
+  EXPECT_NEAR(lowest_gap(model, q.data()), 0.3 - 0.05 * std::sqrt(2.0), 1e-12);
 }
 
 }  // namespace
