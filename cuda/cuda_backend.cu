@@ -27,7 +27,8 @@ template <class S>
 __global__ void pure_step_adj_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                      kern::PureStep<S> io) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
-  if (env < io.n_env) kern::adj_pure_step(m, cfg, p, io, env);
+  kern::StepTape<S> tape;  // one: the physics steps are recomputed from checkpoints
+  if (env < io.n_env) kern::adj_pure_step(m, cfg, p, io, env, &tape, 1);
 }
 
 template <class S>
@@ -95,6 +96,7 @@ class CudaBackend : public TypedBackend<float> {
     control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, cfg, p, b, k);
     MOREAU_CUDA_CHECK(cudaGetLastError());
   }
+  int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
     const int blocks = (io.n_env + kBlock - 1) / kBlock;

@@ -141,7 +141,7 @@ class Backend {
   virtual void step(int k) = 0;
   virtual void step_pure(const void* q_in, const void* v_in, const void* action, void* q_out, void* v_out,
                          int32_t* status) = 0;
-  virtual void step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
+  virtual void step_adjoint(const void* q_in, const void* v_in, const void* action, int rows, const void* adj_q_out,
                             const void* adj_v_out, const Simulator::Gradients& grads, int32_t* status,
                             bool accumulate) = 0;
   virtual void rollout(int horizon, const void* actions) = 0;

@@ -1,7 +1,9 @@
 // moreau host — CPU backend: kernels/ functions looped over environments on a thread pool.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include <unistd.h>
 
@@ -38,6 +40,12 @@ class HostMemory : public Memory {
   void zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
 };
 
+// The most physics steps of one control step whose intermediates the adjoint keeps (64 KB each
+// in double); longer control steps are recomputed from checkpoints.
+constexpr int kMaxTapes = 64;
+// The most adjoint rows one pass takes (Simulator::step_adjoint_rows; on the thread's stack).
+constexpr int kMaxRows = 40;
+
 template <class S>
 class CpuBackend : public TypedBackend<S> {
  public:
@@ -52,12 +60,20 @@ class CpuBackend : public TypedBackend<S> {
         for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
     });
   }
+  int max_adjoint_rows() const override { return kMaxRows; }
   void launch_pure(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
                    const kern::PureStep<S>& io, bool adjoint) override {
+    const int n_steps = m.decimation * cfg.substeps, chosen = this->options().adjoint_tapes;
+    const int n_tapes = std::min(n_steps, chosen > 0 ? chosen : kMaxTapes);
     pool_.parallel_for(io.n_env, [&](int begin, int end) {
+      // one tape per physics step, kept by each thread across calls
+      thread_local std::vector<kern::StepTape<S>> tapes;
+      if (adjoint && static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
       for (int env = begin; env < end; ++env) {
-        if (adjoint) {
-          kern::adj_pure_step(m, cfg, p, io, env);
+        if (adjoint && io.rows > 1) {
+          kern::adj_pure_step<S, kMaxRows>(m, cfg, p, io, env, tapes.data(), n_tapes);
+        } else if (adjoint) {
+          kern::adj_pure_step(m, cfg, p, io, env, tapes.data(), n_tapes);
         } else {
           kern::pure_step(m, cfg, p, io, env);
         }

@@ -1,5 +1,5 @@
 // moreau host — analytic derivatives of RNEA and forward dynamics through the kernels/
-// reverse sweeps, and the transition Jacobians of a control step through step_adjoint.
+// reverse sweeps, and the transition Jacobians of a control step through step_adjoint_rows.
 #include "moreau/derivatives.h"
 
 #include <memory>
@@ -66,31 +66,26 @@ struct Buffers {
   S *A, *B;
 };
 
-// One adjoint row call per output coordinate: with adj_q_out/adj_v_out set by `seed(r, e, aq, av)`
-// (field-major), row r of environment e of A and B is `place(r, e, grad_q, grad_v, grad_u)`.
+// The adjoint rows of all output coordinates in one step_adjoint_rows call (one recompute):
+// with adj_q_out/adj_v_out of row r set by `seed(r, e, aq, av)` (field-major, row r's batch
+// given), row r of environment e of A and B is `place(r, e, grad_q, grad_v, grad_u)` (row r's
+// batches given).
 template <class S, class Seed, class Place>
 void adjoint_rows(Simulator& sim, const Buffers<S>& b, int rows, bool want_u, Seed&& seed, Place&& place,
-                     int32_t* status) {
+                  int32_t* status) {
   const Model& m = sim.model();
-  const int n = sim.n_env();
-  std::vector<S> aq(static_cast<size_t>(n) * m.nq), av(static_cast<size_t>(n) * m.nv);
-  std::vector<S> gq(aq.size()), gv(av.size()), gu(static_cast<size_t>(n) * m.nu);
-  std::vector<int32_t> st(n);
-  for (int e = 0; e < n; ++e) status[e] = 0;
+  const size_t n = sim.n_env(), sq = n * m.nq, sv = n * m.nv, su = n * m.nu;
+  std::vector<S> aq(rows * sq, S(0)), av(rows * sv, S(0)), gq(rows * sq), gv(rows * sv), gu(rows * su);
+  for (int r = 0; r < rows; ++r)
+    for (size_t e = 0; e < n; ++e) seed(r, static_cast<int>(e), aq.data() + r * sq, av.data() + r * sv);
   Simulator::Gradients grads;
   grads.q = gq.data();
   grads.v = gv.data();
   grads.action = want_u && m.nu > 0 ? gu.data() : nullptr;
-  for (int r = 0; r < rows; ++r) {
-    std::fill(aq.begin(), aq.end(), S(0));
-    std::fill(av.begin(), av.end(), S(0));
-    for (int e = 0; e < n; ++e) seed(r, e, aq.data(), av.data());
-    sim.step_adjoint(b.q_in, b.v_in, b.u, aq.data(), av.data(), grads, st.data());
-    for (int e = 0; e < n; ++e) {
-      status[e] |= st[e];
-      place(r, e, gq.data(), gv.data(), gu.data());
-    }
-  }
+  sim.step_adjoint_rows(b.q_in, b.v_in, b.u, rows, aq.data(), av.data(), grads, status);
+  for (int r = 0; r < rows; ++r)
+    for (size_t e = 0; e < n; ++e)
+      place(r, static_cast<int>(e), gq.data() + r * sq, gv.data() + r * sv, gu.data() + r * su);
 }
 
 void require_cpu(const Simulator& sim, const char* fn) {

@@ -52,6 +52,8 @@ std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
     throw Error("Simulator: timestep: expected > 0 (or 0 for the model's), got " + std::to_string(o.timestep));
   if (o.decimation < 0)
     throw Error("Simulator: decimation: expected >= 1 (or 0 for the model's), got " + std::to_string(o.decimation));
+  if (o.adjoint_tapes < 0)
+    throw Error("Simulator: adjoint_tapes: expected >= 1 (or 0 for all), got " + std::to_string(o.adjoint_tapes));
   if (o.timestep > 0) model.timestep = o.timestep;
   if (o.decimation > 0) model.decimation = o.decimation;
   if (o.device == Device::CUDA) {
@@ -118,7 +120,12 @@ void Simulator::step_pure(const void* q_in, const void* v_in, const void* action
 }
 void Simulator::step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
                              const void* adj_v_out, const Gradients& grads, int32_t* status, bool accumulate) {
-  backend_->step_adjoint(q_in, v_in, action, adj_q_out, adj_v_out, grads, status, accumulate);
+  backend_->step_adjoint(q_in, v_in, action, 1, adj_q_out, adj_v_out, grads, status, accumulate);
+}
+void Simulator::step_adjoint_rows(const void* q_in, const void* v_in, const void* action, int rows,
+                                  const void* adj_q_out, const void* adj_v_out, const Gradients& grads,
+                                  int32_t* status) {
+  backend_->step_adjoint(q_in, v_in, action, rows, adj_q_out, adj_v_out, grads, status, false);
 }
 void Simulator::rollout(int horizon, const void* actions) { backend_->rollout(horizon, actions); }
 void Simulator::rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Gradients& params) {

@@ -169,21 +169,44 @@ class TypedBackend : public Backend {
     launch_pure(view_, settings(), params(), io, false);
   }
 
-  void step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
+  void step_adjoint(const void* q_in, const void* v_in, const void* action, int rows, const void* adj_q_out,
                     const void* adj_v_out, const Simulator::Gradients& grads, int32_t* status,
                     bool accumulate) override {
     if (!grads.q || !grads.v || (!grads.action && model_.nu > 0))
       throw Error("step_adjoint: gradients q, v and action: expected buffers, got null");
-    kern::PureStep<S> io{};
-    set_inputs(io, q_in, v_in, action, status);
-    io.adj_q_out = static_cast<const S*>(adj_q_out);
-    io.adj_v_out = static_cast<const S*>(adj_v_out);
-    io.adj_q_in = static_cast<S*>(grads.q);
-    io.adj_v_in = static_cast<S*>(grads.v);
-    io.adj_action = static_cast<S*>(grads.action);
-    set_param_grads(io, grads);
-    io.accumulate = accumulate;
-    launch_pure(view_, settings(), params(), io, true);
+    if (rows < 1) throw Error("step_adjoint_rows: rows: expected >= 1, got " + std::to_string(rows));
+    const size_t n = options_.n_env;
+    // blocks of at most max_adjoint_rows() rows; row r of a buffer of width w at r * n * w
+    for (int r0 = 0; r0 < rows; r0 += max_adjoint_rows()) {
+      auto at = [&](const void* p, int width) {
+        return p ? static_cast<S*>(const_cast<void*>(p)) + r0 * n * width : nullptr;
+      };
+      kern::PureStep<S> io{};
+      set_inputs(io, q_in, v_in, action, status);
+      io.rows = std::min(rows - r0, max_adjoint_rows());
+      io.adj_q_out = at(adj_q_out, model_.nq);
+      io.adj_v_out = at(adj_v_out, model_.nv);
+      io.adj_q_in = at(grads.q, model_.nq);
+      io.adj_v_in = at(grads.v, model_.nv);
+      io.adj_action = at(grads.action, model_.nu);
+      io.adj_kp = at(grads.kp, model_.nu);
+      io.adj_kd = at(grads.kd, model_.nu);
+      io.adj_added_base_mass = at(grads.added_base_mass, 1);
+      io.adj_friction = at(grads.friction, 1);
+      io.adj_contact_kn = at(grads.contact_kn, 1);
+      io.adj_smooth_k = at(grads.smooth_k, 1);
+      io.accumulate = accumulate;
+      if (r0 > 0) {  // the status of later blocks is OR-ed into the first's
+        std::vector<int32_t> first(n), later(n);
+        mem_->download(first.data(), status, sizeof(int32_t) * n);
+        launch_pure(view_, settings(), params(), io, true);
+        mem_->download(later.data(), status, sizeof(int32_t) * n);
+        for (size_t e = 0; e < n; ++e) later[e] |= first[e];
+        mem_->upload(status, later.data(), sizeof(int32_t) * n);
+      } else {
+        launch_pure(view_, settings(), params(), io, true);
+      }
+    }
   }
 
   void rollout(int horizon, const void* actions) override {
@@ -255,6 +278,8 @@ class TypedBackend : public Backend {
   // Runs kern::control_step k times on every environment.
   virtual void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg,
                            const kern::Params<S>& p, const kern::Batch<S>& b, int k) = 0;
+  // The most adjoint rows (PureStep::rows) one launch_pure takes.
+  virtual int max_adjoint_rows() const = 0;
   // Runs kern::pure_step (adjoint false) or kern::adj_pure_step (true) on every environment.
   virtual void launch_pure(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
                            const kern::PureStep<S>& io, bool adjoint) = 0;
@@ -348,6 +373,7 @@ class TypedBackend : public Backend {
     io.v_in = static_cast<const S*>(v);
     io.action = static_cast<const S*>(action);
     io.status = status;
+    io.rows = 1;
   }
   static void set_param_grads(kern::PureStep<S>& io, const Simulator::Gradients& g) {
     io.adj_kp = static_cast<S*>(g.kp);

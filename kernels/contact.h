@@ -425,7 +425,7 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // reaches the cone within 1e-6 relative and the slip velocity is non-zero). False if the system
 // cannot be solved.
 template <class S>
-MOREAU_HD bool adj_pgs_solve(ContactScratch<S>& cs, S mu, bool fixed_normal, const S* adj_P, S* adj_c, S* adj_G,
+MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_normal, const S* adj_P, S* adj_c, S* adj_G,
                              S* adj_w, S& adj_mu, S* adj_pn) {
   const int n = cs.n, nr = 3 * n;
   S gamma[3 * kMaxActive], y[3 * kMaxActive];
@@ -652,16 +652,16 @@ struct ContactParamAdjoint {
 };
 
 // Adjoint of contact_stage (docs/gradients.md, "Contact"). cs holds what contact_stage left
-// (the active set, G, c, w and the solver's P) at the same inputs; hard_smooth_grad re-solves
-// the smooth model there (a straight-through gradient). Given adj_v_next, accumulates
-// adj_v_free, adj_v_k (soft), adj_qM, aw and the parameter adjoints. Returns status bits.
-template <class S, class Ground>
+// (the active set, G, c, w and the solver's P) at the same inputs; for hard_smooth_grad, the
+// smooth model's solve there (adj_setup; a straight-through gradient). Given adj_v_next,
+// accumulates adj_v_free, adj_v_k (soft), adj_qM, aw and the parameter adjoints. Returns
+// status bits.
+template <class S>
 MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                                const S* qM, const S* v_k, S h, const Ground& ground, Workspace<S>& ws,
-                                ContactScratch<S>& cs, const S* v_free, const S* adj_v_next, S* adj_v_free,
-                                S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
+                                const S* v_k, S h, const Workspace<S>& ws, const ContactScratch<S>& cs,
+                                const S* v_free, const S* adj_v_next, S* adj_v_free, S* adj_v_k, S* adj_qM,
+                                AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
-  if (mode != cfg.mode) contact_solve(m, cfg, p, env, mode, qM, v_k, h, ground, ws, cs, v_free, static_cast<S*>(nullptr));
   const int nv = m.nv, n = cs.n, nr = 3 * n;
   for (int d = 0; d < nv; ++d) adj_v_free[d] += adj_v_next[d];
   if (n == 0) return 0;

@@ -142,72 +142,90 @@ MOREAU_HD bool free_velocity(const ModelView<S>& m, const Params<S>& p, int env,
   return true;
 }
 
-// One physics step of size h, in place on (q, v). Returns the contact stage's result; its
-// status bits are 0 when all went well.
+// The intermediates of one physics step, as its adjoint reads them: the input state, q_M, Δv,
+// v_free = v + Δv, v_next, the kinematics and the factorised H + hD at q_M (ws), and the contact
+// solve (cs). adj_setup adds what only the adjoint needs.
+template <class S>
+struct StepTape {
+  S q[kMaxNq], v[kMaxNv], qM[kMaxNq], dv[kMaxNv], v_free[kMaxNv], v_next[kMaxNv];
+  S a[kMaxNv];  // Δv/h (adj_setup)
+  Workspace<S> ws;
+  ContactScratch<S> cs;
+};
+
+// One physics step of size h, in place on (q, v), recorded in t. Returns the contact stage's
+// result; its status bits are 0 when all went well.
 template <class S>
 MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                                        int env, S h, S* q, S* v, const S* ctrl, Workspace<S>& ws,
-                                        ContactScratch<S>& cs, ContactInfo<S>& info) {
-  S qM[kMaxNq], dv[kMaxNv], v_k[kMaxNv];
-  for (int k = 0; k < m.nv; ++k) v_k[k] = v[k];
-  if (!free_velocity(m, p, env, h, q, v, ctrl, ws, qM, dv)) return {kStatusSingularMass, 0, S(0)};
-  for (int k = 0; k < m.nv; ++k) v[k] += dv[k];
+                                        int env, S h, S* q, S* v, const S* ctrl, StepTape<S>& t,
+                                        ContactInfo<S>& info) {
+  for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
+  for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
+  if (!free_velocity(m, p, env, h, q, v, ctrl, t.ws, t.qM, t.dv)) return {kStatusSingularMass, 0, S(0)};
+  for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
   ContactResult<S> result{0, 0, S(0)};
   if (cfg.mode != kContactNone && m.ncon > 0)
-    result = contact_stage(m, cfg, p, env, qM, v_k, h, PlaneGround<S>{}, ws, cs, v, info.gap, info.impulse,
+    result = contact_stage(m, cfg, p, env, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, v, info.gap, info.impulse,
                            info.active);
-  integrate(m, qM, v, h / 2, q);
+  for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
+  integrate(m, t.qM, v, h / 2, q);
   return result;
 }
 
-// Adjoint of physics_step (recomputed from the step's input state q, v). With the residual
+// The adjoint's part of a recorded step that does not depend on the seed: a = Δv/h and the RNEA
+// quantities at (q_M, v, a) in t.ws, and for hard_smooth_grad the smooth model's solve at the
+// same inputs in t.cs (a straight-through gradient).
+template <class S>
+MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
+                         StepTape<S>& t) {
+  S tau[kMaxNv];
+  for (int k = 0; k < m.nv; ++k) t.a[k] = t.dv[k] / h;
+  rnea(m, t.v, t.a, t.ws, tau);
+  if (cfg.mode == kContactHardSmoothGrad && m.ncon > 0)
+    contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
+                  static_cast<S*>(nullptr));
+}
+
+// Adjoint of a recorded physics step (after adj_setup). With the residual
 // r = h RNEA(q_M, v, a) + (armature + hD) Δv + h D v − h τ(q_M, v, u) = 0, a = Δv/h, and
 // λ = (H + hD)⁻¹ v̄_free (the same factorisation; ARCHITECTURE.md §4):
 //   x̄ −= (∂r/∂x)ᵀ λ  for x = q_M, v, u, parameters:
 // adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ. The contact stage's
-// adjoint (adj_contact_stage) comes first; hard_smooth_grad returns the smooth model's
-// gradient at the hard forward's inputs. Accumulates into adj_q, adj_v, adj_ctrl, adj_p.
+// adjoint (adj_contact_stage) comes first. Accumulates into adj_q, adj_v, adj_ctrl, adj_p.
 // Returns status bits (0 = ok).
 template <class S>
 MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                               S h, const S* q, const S* v, const S* ctrl, S* adj_q, S* adj_v, S* adj_ctrl,
-                               ParamAdjoint<S>& adj_p, const S* adj_q_out, const S* adj_v_out, Workspace<S>& ws,
-                               AdjWorkspace<S>& aw, ContactScratch<S>& cs, ContactInfo<S>& info) {
+                               S h, const S* ctrl, const StepTape<S>& t, S* adj_q, S* adj_v, S* adj_ctrl,
+                               ParamAdjoint<S>& adj_p, const S* adj_q_out, const S* adj_v_out, AdjWorkspace<S>& aw) {
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
   const int nv = m.nv;
-  S qM[kMaxNq], dv[kMaxNv], v1[kMaxNv], v2[kMaxNv], adj_qM[kMaxNq], lambda[kMaxNv], adj_v2[kMaxNv], a[kMaxNv],
-      tau_adj[kMaxNv];
-  if (!free_velocity(m, p, env, h, q, v, ctrl, ws, qM, dv)) return kStatusSingularMass;
-  for (int k = 0; k < nv; ++k) v1[k] = v2[k] = v[k] + dv[k];
-  if (contact) contact_stage(m, cfg, p, env, qM, v, h, PlaneGround<S>{}, ws, cs, v2, info.gap, info.impulse, info.active);
+  S adj_qM[kMaxNq], lambda[kMaxNv], adj_v2[kMaxNv], tau_adj[kMaxNv] = {};
   // q_out = q_M ⊕ (h/2) v_{k+1}
   for (int k = 0; k < m.nq; ++k) adj_qM[k] = 0;
   for (int k = 0; k < nv; ++k) adj_v2[k] = adj_v_out[k];
-  adj_integrate(m, qM, v2, h / 2, adj_qM, adj_v2, adj_q_out);
+  adj_integrate(m, t.qM, t.v_next, h / 2, adj_qM, adj_v2, adj_q_out);
   adj_clear(m, aw);
   // v_{k+1} = v_free + H⁻¹ Jᵀ P_applied
   for (int k = 0; k < nv; ++k) lambda[k] = contact ? S(0) : adj_v2[k];
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
-    const int st = adj_contact_stage(m, cfg, p, env, qM, v, h, PlaneGround<S>{}, ws, cs, v1, adj_v2, lambda, adj_v,
+    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, t.v_free, adj_v2, lambda, adj_v,
                                      adj_qM, aw, adj_p.contact);
     if (st) return st;
   }
   // v_free = v + Δv
   for (int k = 0; k < nv; ++k) adj_v[k] += lambda[k];
-  ltl_solve(m, ws.H, lambda);
+  ltl_solve(m, t.ws.H, lambda);
   for (int k = 0; k < nv; ++k) {
-    a[k] = dv[k] / h;
     tau_adj[k] = -h * lambda[k];
     adj_v[k] -= h * m.dof_damping[k] * lambda[k];
   }
-  rnea(m, v, a, ws, dv);  // the kinematic quantities at (q_M, v, a) for the reverse sweep
-  adj_rnea(m, v, a, ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
+  adj_rnea(m, t.v, t.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
-  adj_actuator_forces(m, p, env, qM, v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
-  adj_forward_kinematics(m, qM, adj_qM, aw);
+  adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
+  adj_forward_kinematics(m, t.qM, adj_qM, aw);
   adj_body_inertias(m, p.added_base_mass.get(env), adj_p.added_base_mass, aw);
   // q_M = q ⊕ (h/2) v
-  adj_integrate(m, q, v, h / 2, adj_q, adj_v, adj_qM);
+  adj_integrate(m, t.q, t.v, h / 2, adj_q, adj_v, adj_qM);
   return 0;
 }
 
@@ -234,86 +252,108 @@ struct StepStats {
   S residual;
 };
 
-// One control step on local arrays: decimation × substeps physics steps with the action held,
-// in place on (q, v). Returns status bits (a fatal bit stops it); stats and info (the last
-// physics step's contact information) may be null.
+// Physics steps of a control step from (q, v), in place: count of them, step s recorded in
+// tapes[s * tape_stride] (tape_stride 0: all in tapes[0]). Returns status bits; a fatal bit
+// stops it. stats may be null.
 template <class S>
-MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q, S* v,
-                      const S* u, Workspace<S>& ws, ContactScratch<S>& cs, ContactInfo<S>& info, StepStats<S>* stats) {
-  int status = input_status(m, q, v, u);
+MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q,
+                           S* v, const S* u, StepTape<S>* tapes, int count, int tape_stride, ContactInfo<S>& info,
+                           StepStats<S>* stats) {
   const S h = m.timestep / cfg.substeps;
-  StepStats<S> st{0, S(0)};
-  for (int s = 0; s < m.decimation * cfg.substeps && !(status & kStatusFatal); ++s) {
-    const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info);
+  int status = 0;
+  for (int s = 0; s < count && !(status & kStatusFatal); ++s) {
+    const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, tapes[s * tape_stride], info);
     status |= r.status;
-    st.iterations = r.iterations > st.iterations ? r.iterations : st.iterations;
-    st.residual = mmax(st.residual, r.residual);
+    if (stats) {
+      stats->iterations = r.iterations > stats->iterations ? r.iterations : stats->iterations;
+      stats->residual = mmax(stats->residual, r.residual);
+    }
     if (!(status & kStatusFatal) && (!all_finite(q, m.nq) || !all_finite(v, m.nv))) status |= kStatusNanState;
   }
+  return status;
+}
+// One control step on local arrays: decimation × substeps physics steps with the action held,
+// in place on (q, v), each recorded in t (overwritten). Returns status bits (a fatal bit stops
+// it); stats and info (the last physics step's contact information) may be null.
+template <class S>
+MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q, S* v,
+                      const S* u, StepTape<S>& t, ContactInfo<S>& info, StepStats<S>* stats) {
+  int status = input_status(m, q, v, u);
+  StepStats<S> st{0, S(0)};
+  if (!(status & kStatusFatal)) status |= record_steps(m, cfg, p, env, q, v, u, &t, m.decimation * cfg.substeps, 0, info, &st);
   if (stats) *stats = st;
   return status;
 }
 
-// Checkpoints for the adjoint of a control step: the boundary states of every `stride`-th
-// physics step are kept, and each segment is recomputed from its checkpoint (at most
-// kCheckpoints² physics steps per control step).
+// The adjoints of `count` recorded physics steps (after adj_setup on each), last to first:
+// (aq, av) from the adjoint of the last one's output to that of the first one's input, in
+// place; accumulates adj_u and adj_p. Returns status bits (0 = ok).
+template <class S>
+MOREAU_HD int reverse_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                            const S* u, const StepTape<S>* tapes, int count, S* aq, S* av, S* adj_u,
+                            ParamAdjoint<S>& adj_p, AdjWorkspace<S>& aw) {
+  const S h = m.timestep / cfg.substeps;
+  S nq_adj[kMaxNq], nv_adj[kMaxNv];
+  for (int j = count - 1; j >= 0; --j) {
+    for (int k = 0; k < m.nq; ++k) nq_adj[k] = 0;
+    for (int k = 0; k < m.nv; ++k) nv_adj[k] = 0;
+    const int st = adj_physics_step(m, cfg, p, env, h, u, tapes[j], nq_adj, nv_adj, adj_u, adj_p, aq, av, aw);
+    if (st) return st;
+    for (int k = 0; k < m.nq; ++k) aq[k] = nq_adj[k];
+    for (int k = 0; k < m.nv; ++k) av[k] = nv_adj[k];
+  }
+  return 0;
+}
+
+// Checkpoints for the adjoint of a control step when its physics steps do not all fit in the
+// tapes: segments of n_tapes steps, each recomputed from its input state (at most
+// kCheckpoints segments).
 constexpr int kCheckpoints = 16;
 
-// Adjoint of advance: from the control step's input (q0, v0, u) and the adjoints of its output
-// (adj_q1, adj_v1), writes adj_q0, adj_v0 and accumulates adj_u and adj_p. Returns status bits
-// (warnings included: a contact solve that stopped on its cap is differentiated at its last
-// iterate).
+// Adjoint of advance for `rows` seeds at once, sharing the recompute: from the control step's
+// input (q0, v0, u) and, for each row r, the adjoint of its output (adj_q1 + r nq, adj_v1 + r nv),
+// writes adj_q0 + r nq, adj_v0 + r nv and accumulates adj_u + r nu and adj_p[r]. tapes holds
+// n_tapes ≥ 1 physics steps: with one per physics step (the CPU) the control step is recomputed
+// once, recorded, and run backward; with fewer (the GPU: one) the segments' input states are
+// found by a forward pass first. Returns status bits (warnings included: a contact solve that
+// stopped on its cap is differentiated at its last iterate).
 template <class S>
 MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                          const S* q0, const S* v0, const S* u, S* adj_q0, S* adj_v0, S* adj_u, ParamAdjoint<S>& adj_p,
-                          const S* adj_q1, const S* adj_v1, Workspace<S>& ws, AdjWorkspace<S>& aw,
-                          ContactScratch<S>& cs, ContactInfo<S>& info) {
+                          const S* q0, const S* v0, const S* u, int rows, S* adj_q0, S* adj_v0, S* adj_u,
+                          ParamAdjoint<S>* adj_p, const S* adj_q1, const S* adj_v1, StepTape<S>* tapes, int n_tapes,
+                          AdjWorkspace<S>& aw, ContactInfo<S>& info) {
   const int nq = m.nq, nv = m.nv, n_steps = m.decimation * cfg.substeps;
-  const int stride = (n_steps + kCheckpoints - 1) / kCheckpoints;
-  if (stride > kCheckpoints) return kStatusNoGradient;
+  const int n_seg = (n_steps + n_tapes - 1) / n_tapes;
+  if (n_seg > kCheckpoints) return kStatusNoGradient;
   int status = input_status(m, q0, v0, u);
   if (status) return status;
   const S h = m.timestep / cfg.substeps;
-  S cq[kCheckpoints][kMaxNq], cv[kCheckpoints][kMaxNv];  // checkpoints, then a segment's states
-  S q[kMaxNq], v[kMaxNv];
-  for (int k = 0; k < nq; ++k) q[k] = q0[k];
-  for (int k = 0; k < nv; ++k) v[k] = v0[k];
-  // forward, keeping every stride-th input state (the last step's output is not needed)
-  for (int s = 0; s < n_steps; ++s) {
-    if (s % stride == 0) {
-      for (int k = 0; k < nq; ++k) cq[s / stride][k] = q[k];
-      for (int k = 0; k < nv; ++k) cv[s / stride][k] = v[k];
-    }
-    if (s + 1 == n_steps) break;
-    status |= physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info).status;
+  S cq[kCheckpoints][kMaxNq], cv[kCheckpoints][kMaxNv];  // each segment's input state
+  for (int k = 0; k < nq; ++k) cq[0][k] = q0[k];
+  for (int k = 0; k < nv; ++k) cv[0][k] = v0[k];
+  for (int seg = 1; seg < n_seg; ++seg) {
+    for (int k = 0; k < nq; ++k) cq[seg][k] = cq[seg - 1][k];
+    for (int k = 0; k < nv; ++k) cv[seg][k] = cv[seg - 1][k];
+    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, n_tapes, 0, info,
+                           static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) return status;
   }
-  S aq[kMaxNq], av[kMaxNv], nq_adj[kMaxNq], nv_adj[kMaxNv];
-  for (int k = 0; k < nq; ++k) aq[k] = adj_q1[k];
-  for (int k = 0; k < nv; ++k) av[k] = adj_v1[k];
-  S sq[kCheckpoints][kMaxNq], sv[kCheckpoints][kMaxNv];
-  for (int seg = (n_steps - 1) / stride; seg >= 0; --seg) {
-    const int begin = seg * stride, end = mmin(n_steps, begin + stride);
-    for (int k = 0; k < nq; ++k) q[k] = cq[seg][k];
-    for (int k = 0; k < nv; ++k) v[k] = cv[seg][k];
-    for (int j = begin; j < end; ++j) {  // the segment's input states
-      for (int k = 0; k < nq; ++k) sq[j - begin][k] = q[k];
-      for (int k = 0; k < nv; ++k) sv[j - begin][k] = v[k];
-      if (j + 1 < end) physics_step(m, cfg, p, env, h, q, v, u, ws, cs, info);
-    }
-    for (int j = end - 1; j >= begin; --j) {
-      for (int k = 0; k < nq; ++k) nq_adj[k] = 0;
-      for (int k = 0; k < nv; ++k) nv_adj[k] = 0;
-      const int st = adj_physics_step(m, cfg, p, env, h, sq[j - begin], sv[j - begin], u, nq_adj, nv_adj, adj_u,
-                                      adj_p, aq, av, ws, aw, cs, info);
+  for (int k = 0; k < rows * nq; ++k) adj_q0[k] = adj_q1[k];
+  for (int k = 0; k < rows * nv; ++k) adj_v0[k] = adj_v1[k];
+  for (int seg = n_seg - 1; seg >= 0; --seg) {
+    const int count = mmin(n_steps - seg * n_tapes, n_tapes);
+    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, count, 1, info,
+                           static_cast<StepStats<S>*>(nullptr));
+    if (status & kStatusFatal) return status;
+    for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
+    for (int r = 0; r < rows; ++r) {
+      const int st = reverse_steps(m, cfg, p, env, u, tapes, count, adj_q0 + r * nq, adj_v0 + r * nv,
+                                   adj_u + r * m.nu, adj_p[r], aw);
       if (st) return status | st;
-      for (int k = 0; k < nq; ++k) aq[k] = nq_adj[k];
-      for (int k = 0; k < nv; ++k) av[k] = nv_adj[k];
     }
   }
-  for (int k = 0; k < nq; ++k) adj_q0[k] = aq[k];
-  for (int k = 0; k < nv; ++k) adj_v0[k] = av[k];
-  if (!all_finite(aq, nq) || !all_finite(av, nv) || !all_finite(adj_u, m.nu)) status |= kStatusNanGradient;
+  if (!all_finite(adj_q0, rows * nq) || !all_finite(adj_v0, rows * nv) || !all_finite(adj_u, rows * m.nu))
+    status |= kStatusNanGradient;
   return status;
 }
 
@@ -329,11 +369,10 @@ MOREAU_HD void control_step(const ModelView<S>& m, const ContactSettings<S>& cfg
   for (int k = 0; k < m.nq; ++k) q[k] = b.q[k * n + env];
   for (int k = 0; k < m.nv; ++k) v[k] = b.v[k * n + env];
   for (int k = 0; k < m.nu; ++k) u[k] = b.action[k * n + env];
-  Workspace<S> ws;
-  ContactScratch<S> cs;
+  StepTape<S> tape;
   ContactInfo<S> info;
   StepStats<S> stats;
-  const int status = advance(m, cfg, p, env, q, v, u, ws, cs, info, &stats);
+  const int status = advance(m, cfg, p, env, q, v, u, tape, info, &stats);
   if (b.solver_iterations) {
     b.solver_iterations[env] = stats.iterations;
     b.solver_residual[env] = stats.residual;
@@ -375,6 +414,7 @@ struct PureStep {
   S* adj_smooth_k;         // (n_env x 1)
   int* status;         // (n_env)
   int accumulate;
+  int rows;  // adjoint: seeds at the same inputs, each adjoint buffer holding `rows` stacked batches
 };
 
 template <class S>
@@ -396,10 +436,9 @@ MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, c
   load_env(m, b, env, q, v, u);
   int status = b.accumulate ? b.status[env] : 0;
   if (!(status & kStatusFatal)) {
-    Workspace<S> ws;
-    ContactScratch<S> cs;
+    StepTape<S> tape;
     ContactInfo<S> info;
-    status |= advance(m, cfg, p, env, q, v, u, ws, cs, info, static_cast<StepStats<S>*>(nullptr));
+    status |= advance(m, cfg, p, env, q, v, u, tape, info, static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) load_env(m, b, env, q, v, u);  // a failed step leaves the state as it was
   }
   b.status[env] = status;
@@ -408,43 +447,49 @@ MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, c
 }
 
 // Adjoint of pure_step for environment env: adj_q_in, adj_v_in, adj_action (and parameter
-// adjoints) from adj_q_out, adj_v_out; zero gradients and a status bit where it fails.
-template <class S>
+// adjoints) from adj_q_out, adj_v_out, for each of b.rows ≤ kRows seeds (row r of a buffer of
+// width w at offset r w n_env); zero gradients and a status bit where it fails. tapes: n_tapes ≥ 1
+// of them (adj_advance).
+template <class S, int kRows = 1>
 MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                             const PureStep<S>& b, int env) {
-  const int n = b.n_env;
-  S q[kMaxNq], v[kMaxNv], u[kMaxNu], aq1[kMaxNq], av1[kMaxNv], aq0[kMaxNq], av0[kMaxNv], au[kMaxNu];
+                             const PureStep<S>& b, int env, StepTape<S>* tapes, int n_tapes) {
+  const int n = b.n_env, nq = m.nq, nv = m.nv, nu = m.nu, rows = b.rows;
+  S q[kMaxNq], v[kMaxNv], u[kMaxNu], aq1[kRows * kMaxNq], av1[kRows * kMaxNv], aq0[kRows * kMaxNq],
+      av0[kRows * kMaxNv], au[kRows * kMaxNu];
+  ParamAdjoint<S> ap[kRows];
   load_env(m, b, env, q, v, u);
-  for (int k = 0; k < m.nq; ++k) aq1[k] = b.adj_q_out[k * n + env];
-  for (int k = 0; k < m.nv; ++k) av1[k] = b.adj_v_out[k * n + env];
-  for (int k = 0; k < m.nu; ++k) au[k] = 0;
-  ParamAdjoint<S> ap;
-  adj_clear(m, ap);
-  Workspace<S> ws;
+  for (int r = 0; r < rows; ++r) {
+    for (int k = 0; k < nq; ++k) aq1[r * nq + k] = b.adj_q_out[(r * nq + k) * n + env];
+    for (int k = 0; k < nv; ++k) av1[r * nv + k] = b.adj_v_out[(r * nv + k) * n + env];
+    for (int k = 0; k < nu; ++k) au[r * nu + k] = 0;
+    adj_clear(m, ap[r]);
+  }
   AdjWorkspace<S> aw;
-  ContactScratch<S> cs;
   ContactInfo<S> info;
   // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
   const int prior = b.accumulate ? b.status[env] : 0;
-  const int status =
-      prior & kStatusFatal ? prior : prior | adj_advance(m, cfg, p, env, q, v, u, aq0, av0, au, ap, aq1, av1, ws, aw, cs, info);
+  const int status = prior & kStatusFatal ? prior
+                                          : prior | adj_advance(m, cfg, p, env, q, v, u, rows, aq0, av0, au, ap, aq1,
+                                                                av1, tapes, n_tapes, aw, info);
   b.status[env] = status;
   const bool ok = !(status & (kStatusFatal | kStatusNoGradient | kStatusNanGradient));
-  auto out = [&](S* dst, int k, S x) {
-    S& d = dst[k * n + env];
-    d = (b.accumulate ? d : S(0)) + (ok ? x : S(0));
-  };
-  for (int k = 0; k < m.nq; ++k) out(b.adj_q_in, k, aq0[k]);
-  for (int k = 0; k < m.nv; ++k) out(b.adj_v_in, k, av0[k]);
-  for (int k = 0; k < m.nu; ++k) out(b.adj_action, k, au[k]);
-  for (int a = 0; a < m.nu; ++a) {
-    if (b.adj_kp) out(b.adj_kp, a, ap.kp[a]);
-    if (b.adj_kd) out(b.adj_kd, a, ap.kd[a]);
+  for (int r = 0; r < rows; ++r) {
+    auto out = [&](S* dst, int width, int k, S x) {
+      S& d = dst[(r * width + k) * n + env];
+      d = (b.accumulate ? d : S(0)) + (ok ? x : S(0));
+    };
+    for (int k = 0; k < nq; ++k) out(b.adj_q_in, nq, k, aq0[r * nq + k]);
+    for (int k = 0; k < nv; ++k) out(b.adj_v_in, nv, k, av0[r * nv + k]);
+    for (int k = 0; k < nu; ++k) out(b.adj_action, nu, k, au[r * nu + k]);
+    for (int a = 0; a < nu; ++a) {
+      if (b.adj_kp) out(b.adj_kp, nu, a, ap[r].kp[a]);
+      if (b.adj_kd) out(b.adj_kd, nu, a, ap[r].kd[a]);
+    }
+    if (b.adj_added_base_mass) out(b.adj_added_base_mass, 1, 0, ap[r].added_base_mass);
+    if (b.adj_friction) out(b.adj_friction, 1, 0, ap[r].contact.friction);
+    if (b.adj_contact_kn) out(b.adj_contact_kn, 1, 0, ap[r].contact.contact_kn);
+    if (b.adj_smooth_k) out(b.adj_smooth_k, 1, 0, ap[r].contact.smooth_k);
   }
-  if (b.adj_added_base_mass) out(b.adj_added_base_mass, 0, ap.added_base_mass);
-  if (b.adj_friction) out(b.adj_friction, 0, ap.contact.friction);
-  if (b.adj_contact_kn) out(b.adj_contact_kn, 0, ap.contact.contact_kn);
-  if (b.adj_smooth_k) out(b.adj_smooth_k, 0, ap.contact.smooth_k);
 }
 
 // Environment `env` back to the default state: q = qpos0, v = 0, time 0, status 0, and an

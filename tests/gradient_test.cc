@@ -546,6 +546,83 @@ TEST(ContactGradient, StandingQuadrupedMatchesFiniteDifferences) {
   }
 }
 
+// By default the CPU adjoint keeps every physics step of a control step (one recompute); with
+// fewer tapes it recomputes segments from checkpoints, as the CUDA backend does with one. The
+// arithmetic is the same, so are the bits.
+TEST(StepGradient, FewerTapesGiveTheSameGradientsBitForBit) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 43, 0.0);
+    P.sim.step(30);  // feet on the ground
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    auto gradient = [&](int tapes) {
+      SimulatorOptions o = Problem::options(1, mode);
+      o.adjoint_tapes = tapes;
+      Simulator sim(P.model, o);
+      Batch g(P.model, 1);
+      Simulator::Gradients grads;
+      grads.q = g.q.data();
+      grads.v = g.v.data();
+      grads.action = g.u.data();
+      int32_t status = -1;
+      sim.step_adjoint(P.in.q.data(), P.in.v.data(), P.in.u.data(), P.w.q.data(), P.w.v.data(), grads, &status);
+      EXPECT_EQ(status, 0);
+      return g;
+    };
+    const Batch all = gradient(0);
+    double largest = 0;
+    for (double x : all.u) largest = std::max(largest, std::abs(x));
+    EXPECT_GT(largest, 0);
+    for (int tapes : {1, 3}) {
+      SCOPED_TRACE("adjoint_tapes " + std::to_string(tapes));
+      const Batch g = gradient(tapes);
+      EXPECT_EQ(std::memcmp(g.q.data(), all.q.data(), sizeof(double) * g.q.size()), 0);
+      EXPECT_EQ(std::memcmp(g.v.data(), all.v.data(), sizeof(double) * g.v.size()), 0);
+      EXPECT_EQ(std::memcmp(g.u.data(), all.u.data(), sizeof(double) * g.u.size()), 0);
+    }
+  }
+}
+
+// step_adjoint_rows: 45 seeds at once (more than one pass takes, so in two blocks) give
+// bit for bit what 45 step_adjoint calls give.
+TEST(StepGradient, AdjointRowsEqualSeparateAdjoints) {
+  const int n = 3, rows = 45;
+  Problem P("anymal_c.json", n, ContactMode::Hard, 44, 0.0);
+  P.sim.step(30);
+  P.sim.get_state(P.in.q.data(), P.in.v.data(), n);
+  const size_t sq = n * P.model.nq, sv = n * P.model.nv, su = n * P.model.nu;
+  std::mt19937 rng(45);
+  std::normal_distribution<double> normal(0, 1);
+  Vec aq(rows * sq), av(rows * sv), gq(rows * sq), gv(rows * sv), gu(rows * su), kp(rows * su);
+  for (double& x : aq) x = normal(rng);
+  for (double& x : av) x = normal(rng);
+  Simulator::Gradients all;
+  all.q = gq.data();
+  all.v = gv.data();
+  all.action = gu.data();
+  all.kp = kp.data();
+  std::vector<int32_t> status(n, -1);
+  P.sim.step_adjoint_rows(P.in.q.data(), P.in.v.data(), P.in.u.data(), rows, aq.data(), av.data(), all,
+                          status.data());
+  for (int32_t st : status) EXPECT_EQ(st, 0);
+  for (int r : {0, 39, 40, 44}) {
+    SCOPED_TRACE("row " + std::to_string(r));
+    Vec q1(sq), v1(sv), u1(su), kp1(su);
+    Simulator::Gradients one;
+    one.q = q1.data();
+    one.v = v1.data();
+    one.action = u1.data();
+    one.kp = kp1.data();
+    P.sim.step_adjoint(P.in.q.data(), P.in.v.data(), P.in.u.data(), aq.data() + r * sq, av.data() + r * sv, one,
+                       status.data());
+    EXPECT_EQ(std::memcmp(q1.data(), gq.data() + r * sq, sizeof(double) * sq), 0);
+    EXPECT_EQ(std::memcmp(v1.data(), gv.data() + r * sv, sizeof(double) * sv), 0);
+    EXPECT_EQ(std::memcmp(u1.data(), gu.data() + r * su, sizeof(double) * su), 0);
+    EXPECT_EQ(std::memcmp(kp1.data(), kp.data() + r * su, sizeof(double) * su), 0);
+    EXPECT_GT(std::abs(u1[0]), 0);
+  }
+}
+
 // Hard forward, smooth backward: the state is exactly the hard model's, the gradient the smooth
 // model's; where no contact is near both equal the contact-free gradient.
 TEST(ContactGradient, HardSmoothGradForwardIsHardAndGradientIsFinite) {

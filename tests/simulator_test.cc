@@ -117,6 +117,9 @@ TEST(Validation, BadOptions) {
   o = opts(2);
   o.decimation = -1;
   expect_error([&] { Simulator s(m, o); }, {"decimation", "got -1"}, "negative decimation");
+  o = opts(2);
+  o.adjoint_tapes = -2;
+  expect_error([&] { Simulator s(m, o); }, {"adjoint_tapes", "got -2"}, "negative adjoint_tapes");
 }
 
 TEST(Validation, CudaDeviceWithoutCudaIsAnErrorNotACrash) {

@@ -70,6 +70,11 @@ struct SimulatorOptions {
   void* cuda_stream = nullptr;   // cudaStream_t; null = the default stream
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
+  // CPU adjoint: physics steps whose intermediates it keeps (about 64 KB each in float64).
+  // 0 = every step of a control step, up to 64 (one recompute); fewer trade memory for
+  // time: segments of this many steps, each recomputed from a checkpoint (at most 16
+  // segments). The CUDA backend keeps 1.
+  int adjoint_tapes = 0;
   ContactOptions contact;
 };
 
@@ -148,6 +153,13 @@ class Simulator {
   // overwritten, or added to when `accumulate`.
   void step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
                     const void* adj_v_out, const Gradients& grads, int32_t* status, bool accumulate = false);
+
+  // `rows` adjoints of step_pure at the same inputs, sharing one recompute of the step (the
+  // rows of a Jacobian): every adjoint buffer (adj_q_out, adj_v_out and those in grads) holds
+  // `rows` stacked batches, row r of a buffer of width w at element offset r * n_env * w.
+  // Outputs are overwritten; status (n_env) is OR-ed over the rows.
+  void step_adjoint_rows(const void* q_in, const void* v_in, const void* action, int rows, const void* adj_q_out,
+                         const void* adj_v_out, const Gradients& grads, int32_t* status);
 
   // Recorded rollout of `horizon` control steps from the current state with `actions`
   // (horizon x n_env x nu, step-major): keeps only the horizon + 1 boundary states and the
