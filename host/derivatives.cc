@@ -117,32 +117,44 @@ void transition_tangent(Simulator& sim, const Buffers<S>& b, int32_t* status) {
   // the nominal outputs, and per environment T_in = tangent_map(q_in), P_out = pinv(tangent_map(q_out))
   std::vector<S> q_out(static_cast<size_t>(n) * nq), v_out(static_cast<size_t>(n) * nv);
   sim.step_pure(b.q_in, b.v_in, b.u, q_out.data(), v_out.data(), status);
-  std::vector<MatX> T_in(n), P_out(n);
+  // their nonzeros (k, c, value): at most 4 per column (a quaternion), so 4 nv per matrix
+  struct Entry {
+    int k, c;
+    double value;
+  };
+  std::vector<std::vector<Entry>> T_in(n), P_out(n);
   std::vector<double> qe(nq);
-  MatX T(nq, nv);
+  MatX T(nq, nv), P(nv, nq);
+  auto nonzeros = [](const MatX& M, bool transpose, std::vector<Entry>& out) {
+    for (int i = 0; i < M.rows(); ++i)
+      for (int j = 0; j < M.cols(); ++j)
+        if (M(i, j) != 0) out.push_back(transpose ? Entry{j, i, M(i, j)} : Entry{i, j, M(i, j)});
+  };
   for (int e = 0; e < n; ++e) {
     for (int k = 0; k < nq; ++k) qe[k] = static_cast<double>(b.q_in[k * n + e]);
-    T_in[e].resize(nq, nv);
-    tangent_map(m, qe.data(), T_in[e].data());
+    tangent_map(m, qe.data(), T.data());
+    nonzeros(T, false, T_in[e]);  // (k, c): ∂q_k/∂δ_c
     for (int k = 0; k < nq; ++k) qe[k] = static_cast<double>(q_out[k * n + e]);
     tangent_map(m, qe.data(), T.data());
-    P_out[e] = T.completeOrthogonalDecomposition().pseudoInverse();
+    P = T.completeOrthogonalDecomposition().pseudoInverse();
+    nonzeros(P, true, P_out[e]);  // (k, c): ∂δ_c/∂q_k
   }
   std::vector<int32_t> st(n);
   // output row r < nv: the adjoint on q_out is row r of P_out; r ≥ nv: unit on v_out
   auto seed = [&](int r, int e, S* aq, S* av) {
     if (r < nv) {
-      for (int k = 0; k < nq; ++k) aq[k * n + e] = static_cast<S>(P_out[e](r, k));
+      for (const Entry& x : P_out[e])
+        if (x.c == r) aq[x.k * n + e] = static_cast<S>(x.value);
     } else {
       av[(r - nv) * n + e] = 1;
     }
   };
   auto place = [&](int r, int e, const S* gq, const S* gv, const S* gu) {
     S* row = b.A + (static_cast<size_t>(e) * N + r) * N;
-    for (int c = 0; c < nv; ++c) {  // (∂/∂q_raw) · T_in
-      double s = 0;
-      for (int k = 0; k < nq; ++k) s += static_cast<double>(gq[k * n + e]) * T_in[e](k, c);
-      row[c] = static_cast<S>(s);
+    double t[kMaxNv] = {};  // (∂/∂q_raw) · T_in
+    for (const Entry& x : T_in[e]) t[x.c] += static_cast<double>(gq[x.k * n + e]) * x.value;
+    for (int c = 0; c < nv; ++c) {
+      row[c] = static_cast<S>(t[c]);
       row[nv + c] = gv[c * n + e];
     }
     if (b.B)

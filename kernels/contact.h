@@ -206,10 +206,10 @@ MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactSc
 }
 
 // Adjoint of delassus: from Ḡ and c̄, J̄ and v̄ (c = J v) and the H-dependence of G:
-// ⟨Ḡ, dG⟩ = ⟨(Ḡ + Ḡᵀ) J H⁻¹, dJ⟩ − ⟨K Ḡ Kᵀ, dH⟩ with K = H⁻¹ Jᵀ; the last term is added to
-// adj_H (nv x nv) for adj_crba.
+// ⟨Ḡ, dG⟩ = ⟨(Ḡ + Ḡᵀ) J H⁻¹, dJ⟩ − ⟨K Ḡ Kᵀ, dH⟩ with K = H⁻¹ Jᵀ (given: row s of K holds
+// K[:, s]); the last term is added to adj_H (nv x nv) for adj_crba.
 template <class S>
-MOREAU_HD void adj_delassus(const ModelView<S>& m, const Workspace<S>& ws, const ContactScratch<S>& cs, const S* v,
+MOREAU_HD void adj_delassus(const ModelView<S>& m, const ContactScratch<S>& cs, const S* K, const S* v,
                             const S* adj_G, const S* adj_c, S* adj_J, S* adj_v, S* adj_H) {
   const int nv = m.nv, nr = 3 * cs.n;
   for (int r = 0; r < nr; ++r)  // c = J v
@@ -217,18 +217,15 @@ MOREAU_HD void adj_delassus(const ModelView<S>& m, const Workspace<S>& ws, const
       adj_J[r * nv + d] += adj_c[r] * v[d];
       adj_v[d] += cs.J[r * nv + d] * adj_c[r];
     }
-  S K[3 * kMaxActive * kMaxNv];  // row s holds K[:, s]
-  for (int s = 0; s < nr; ++s) {
-    for (int d = 0; d < nv; ++d) K[s * nv + d] = cs.J[s * nv + d];
-    ltl_solve(m, ws.H, K + s * nv);
-  }
   S KG[3 * kMaxActive * kMaxNv];  // row s holds (K Ḡ)[:, s]
-  for (int s = 0; s < nr; ++s)
-    for (int d = 0; d < nv; ++d) {
-      S t = 0;
-      for (int r = 0; r < nr; ++r) t += K[r * nv + d] * adj_G[r * nr + s];
-      KG[s * nv + d] = t;
+  for (int s = 0; s < nr; ++s) {
+    for (int d = 0; d < nv; ++d) KG[s * nv + d] = 0;
+    for (int r = 0; r < nr; ++r) {
+      const S g = adj_G[r * nr + s];
+      if (g == 0) continue;
+      for (int d = 0; d < nv; ++d) KG[s * nv + d] += K[r * nv + d] * g;
     }
+  }
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s < nr; ++s) {
       const S g = adj_G[r * nr + s] + adj_G[s * nr + r];
@@ -374,38 +371,47 @@ MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, bool fixed_normal, int max_
   return it;
 }
 
-// x ← A⁻¹ x for a dense n x n row-major A (overwritten), Gaussian elimination with partial
-// pivoting. False if A is singular to working precision.
+// LU factorisation with partial pivoting of a dense n x n row-major A, in place (row c of the
+// factor swapped with row piv[c] at step c). False if A is singular to working precision.
 template <class S>
-MOREAU_HD bool dense_solve(S* A, S* x, int n) {
+MOREAU_HD bool lu_factor(S* A, int* piv, int n) {
   for (int c = 0; c < n; ++c) {
-    int piv = c;
+    int p = c;
     for (int r = c + 1; r < n; ++r)
-      if (mabs(A[r * n + c]) > mabs(A[piv * n + c])) piv = r;
-    if (!(mabs(A[piv * n + c]) > S(0))) return false;
-    if (piv != c) {
+      if (mabs(A[r * n + c]) > mabs(A[p * n + c])) p = r;
+    if (!(mabs(A[p * n + c]) > S(0))) return false;
+    piv[c] = p;
+    if (p != c)
       for (int k = 0; k < n; ++k) {
         const S t = A[c * n + k];
-        A[c * n + k] = A[piv * n + k];
-        A[piv * n + k] = t;
+        A[c * n + k] = A[p * n + k];
+        A[p * n + k] = t;
       }
-      const S t = x[c];
-      x[c] = x[piv];
-      x[piv] = t;
-    }
     for (int r = c + 1; r < n; ++r) {
-      const S f = A[r * n + c] / A[c * n + c];
+      const S f = A[r * n + c] /= A[c * n + c];
       if (f == 0) continue;
-      for (int k = c; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
-      x[r] -= f * x[c];
+      for (int k = c + 1; k < n; ++k) A[r * n + k] -= f * A[c * n + k];
     }
-  }
-  for (int r = n - 1; r >= 0; --r) {
-    S s = x[r];
-    for (int k = r + 1; k < n; ++k) s -= A[r * n + k] * x[k];
-    x[r] = s / A[r * n + r];
   }
   return true;
+}
+
+// x ← A⁻¹ x with A's lu_factor (P A = L U: x ← P x, then the two triangular solves).
+template <class S>
+MOREAU_HD void lu_solve(const S* LU, const int* piv, S* x, int n) {
+  for (int c = 0; c < n; ++c)
+    if (piv[c] != c) {
+      const S t = x[c];
+      x[c] = x[piv[c]];
+      x[piv[c]] = t;
+    }
+  for (int c = 0; c < n; ++c)
+    for (int r = c + 1; r < n; ++r) x[r] -= LU[r * n + c] * x[c];
+  for (int r = n - 1; r >= 0; --r) {
+    S t = x[r];
+    for (int k = r + 1; k < n; ++k) t -= LU[r * n + k] * x[k];
+    x[r] = t / LU[r * n + r];
+  }
 }
 
 // Classification of a converged contact (CONTACT.md, "Adjoint of the contact solve").
@@ -422,15 +428,23 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // redundant contacts (four corners of a box on the ground) make M singular with P̄ in its range
 // (P̄ = w ∘ J z), and the minimum-norm y gives the gradient of the unique velocities. At a switch
 // the contact takes the class of its solution (separated when P_n = 0; sticking unless ‖P_t‖
-// reaches the cone within 1e-6 relative and the slip velocity is non-zero). False if the system
-// cannot be solved.
+// reaches the cone within 1e-6 relative and the slip velocity is non-zero). adj_pgs_setup does
+// the seed-independent part (γ, the classes, M and the factors of M Mᵀ + δ); adj_pgs_solve
+// returns false if that system could not be solved.
 template <class S>
-MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_normal, const S* adj_P, S* adj_c, S* adj_G,
-                             S* adj_w, S& adj_mu, S* adj_pn) {
-  const int n = cs.n, nr = 3 * n;
-  S gamma[3 * kMaxActive], y[3 * kMaxActive];
-  S M[9 * kMaxActive * kMaxActive];  // holds Mᵀ: M[s][r] = ∂F_r/∂P_s
+struct PgsAdjoint {
+  S gamma[3 * kMaxActive];
   int cls[kMaxActive];
+  S Mt[9 * kMaxActive * kMaxActive];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
+  S LU[9 * kMaxActive * kMaxActive];  // lu_factor of M Mᵀ + δ
+  int piv[3 * kMaxActive];
+  bool ok;
+};
+
+template <class S>
+MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_normal, PgsAdjoint<S>& pa) {
+  const int n = cs.n, nr = 3 * n;
+  S* gamma = pa.gamma;
   // γ = (W ∘ G) P + c, W_ij = 1 for i = j and w_j otherwise
   for (int r = 0; r < nr; ++r) {
     S g = cs.c[r];
@@ -442,15 +456,15 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
     const S* P = cs.P + 3 * i;
     const S pt = msqrt(P[1] * P[1] + P[2] * P[2]);
     const S gt = msqrt(gamma[3 * i + 1] * gamma[3 * i + 1] + gamma[3 * i + 2] * gamma[3 * i + 2]);
-    cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
+    pa.cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
   }
   for (int r = 0; r < nr; ++r) {
     const int i = r / 3, a = r % 3;
     S row[3 * kMaxActive];
     for (int s = 0; s < nr; ++s) row[s] = 0;
-    if (cls[i] == kSeparated || (fixed_normal && a == 0)) {
+    if (pa.cls[i] == kSeparated || (fixed_normal && a == 0)) {
       row[r] = 1;
-    } else if (cls[i] == kSticking || a == 0) {  // ∂γ_r/∂P = (W ∘ G)_r
+    } else if (pa.cls[i] == kSticking || a == 0) {  // ∂γ_r/∂P = (W ∘ G)_r
       for (int s = 0; s < nr; ++s) row[s] = (s / 3 == i ? S(1) : cs.w[s / 3]) * cs.G[r * nr + s];
     } else {  // sliding tangent row: P_ta + μ P_n u_a, u = γ_t/‖γ_t‖
       const S g1 = gamma[3 * i + 1], g2 = gamma[3 * i + 2], gt = msqrt(g1 * g1 + g2 * g2);
@@ -464,26 +478,36 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
         for (int s = 0; s < nr; ++s) row[s] += k * (s / 3 == i ? S(1) : cs.w[s / 3]) * cs.G[rb * nr + s];
       }
     }
-    for (int s = 0; s < nr; ++s) M[s * nr + r] = row[s];
+    for (int s = 0; s < nr; ++s) pa.Mt[s * nr + r] = row[s];
   }
-  {
-    S MMt[9 * kMaxActive * kMaxActive];
-    S diag_max = 0;
+  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k Mt[k][a] Mt[k][c]
+  S* A = pa.LU;
+  for (int k = 0; k < nr * nr; ++k) A[k] = 0;
+  for (int k = 0; k < nr; ++k)
     for (int a = 0; a < nr; ++a) {
-      S b = 0;
-      for (int k = 0; k < nr; ++k) b += M[k * nr + a] * adj_P[k];
-      y[a] = b;
-      for (int c = 0; c < nr; ++c) {
-        S t = 0;
-        for (int k = 0; k < nr; ++k) t += M[k * nr + a] * M[k * nr + c];
-        MMt[a * nr + c] = t;
-      }
-      diag_max = mmax(diag_max, MMt[a * nr + a]);
+      const S ma = pa.Mt[k * nr + a];
+      if (ma == 0) continue;
+      for (int c = 0; c < nr; ++c) A[a * nr + c] += ma * pa.Mt[k * nr + c];
     }
-    const S delta = diag_max * S(sizeof(S) == 4 ? 1e-7 : 1e-14);
-    for (int a = 0; a < nr; ++a) MMt[a * nr + a] += delta;
-    if (!dense_solve(MMt, y, nr)) return false;
-  }
+  S diag_max = 0;
+  for (int a = 0; a < nr; ++a) diag_max = mmax(diag_max, A[a * nr + a]);
+  const S delta = diag_max * S(sizeof(S) == 4 ? 1e-7 : 1e-14);
+  for (int a = 0; a < nr; ++a) A[a * nr + a] += delta;
+  pa.ok = lu_factor(A, pa.piv, nr);
+}
+
+template <class S>
+MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_normal, const PgsAdjoint<S>& pa,
+                             const S* adj_P, S* adj_c, S* adj_G, S* adj_w, S& adj_mu, S* adj_pn) {
+  if (!pa.ok) return false;
+  const int n = cs.n, nr = 3 * n;
+  const S* gamma = pa.gamma;
+  const int* cls = pa.cls;
+  S y[3 * kMaxActive];  // (M Mᵀ + δ) y = M P̄
+  for (int a = 0; a < nr; ++a) y[a] = 0;
+  for (int k = 0; k < nr; ++k)
+    for (int a = 0; a < nr; ++a) y[a] += pa.Mt[k * nr + a] * adj_P[k];
+  lu_solve(pa.LU, pa.piv, y, nr);
   // γ̄ = −(∂F/∂γ)ᵀ y; μ̄ from the sliding rows; the given normal impulses get y_n
   S adj_gamma[3 * kMaxActive];
   for (int r = 0; r < nr; ++r) adj_gamma[r] = 0;
@@ -651,37 +675,52 @@ struct ContactParamAdjoint {
   S smooth_k;
 };
 
+// The seed-independent part of adj_contact_stage, from the solve in cs (adj_contact_setup).
+template <class S>
+struct ContactAdjoint {
+  S K[3 * kMaxActive * kMaxNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r]
+  S x[kMaxNv];                   // H⁻¹ Jᵀ P_app, P_app = w ∘ P
+  PgsAdjoint<S> pgs;
+};
+
+template <class S>
+MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                                 const Workspace<S>& ws, const ContactScratch<S>& cs, ContactAdjoint<S>& ca) {
+  const int nv = m.nv, nr = 3 * cs.n;
+  if (cs.n == 0) return;
+  for (int d = 0; d < nv; ++d) ca.x[d] = 0;
+  for (int r = 0; r < nr; ++r) {
+    for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = cs.J[r * nv + d];
+    ltl_solve(m, ws.H, ca.K + r * nv);
+    for (int d = 0; d < nv; ++d) ca.x[d] += ca.K[r * nv + d] * cs.P[r] * cs.w[r / 3];
+  }
+  adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
+}
+
 // Adjoint of contact_stage (docs/gradients.md, "Contact"). cs holds what contact_stage left
 // (the active set, G, c, w and the solver's P) at the same inputs; for hard_smooth_grad, the
-// smooth model's solve there (adj_setup; a straight-through gradient). Given adj_v_next,
-// accumulates adj_v_free, adj_v_k (soft), adj_qM, aw and the parameter adjoints. Returns
-// status bits.
+// smooth model's solve there (adj_setup; a straight-through gradient); ca its
+// adj_contact_setup. Given adj_v_next, accumulates adj_v_free, adj_v_k (soft), adj_qM, aw and
+// the parameter adjoints. Returns status bits.
 template <class S>
 MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                                 const S* v_k, S h, const Workspace<S>& ws, const ContactScratch<S>& cs,
-                                const S* v_free, const S* adj_v_next, S* adj_v_free, S* adj_v_k, S* adj_qM,
-                                AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
+                                const ContactAdjoint<S>& ca, const S* v_free, const S* adj_v_next, S* adj_v_free,
+                                S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
   const int nv = m.nv, n = cs.n, nr = 3 * n;
   for (int d = 0; d < nv; ++d) adj_v_free[d] += adj_v_next[d];
   if (n == 0) return 0;
   // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: with z = H⁻¹ v̄_next,
   // P̄_app = J z, J̄ += P_app zᵀ, and H̄ = −z xᵀ with x = H⁻¹ Jᵀ P_app
-  S z[kMaxNv], x[kMaxNv], adj_Papp[3 * kMaxActive];
-  for (int d = 0; d < nv; ++d) {
-    z[d] = adj_v_next[d];
-    x[d] = 0;
-  }
+  S z[kMaxNv], adj_Papp[3 * kMaxActive];
+  for (int d = 0; d < nv; ++d) z[d] = adj_v_next[d];
   ltl_solve(m, ws.H, z);
   for (int r = 0; r < nr; ++r) {
     S t = 0;
-    for (int d = 0; d < nv; ++d) {
-      t += cs.J[r * nv + d] * z[d];
-      x[d] += cs.J[r * nv + d] * cs.P[r] * cs.w[r / 3];
-    }
+    for (int d = 0; d < nv; ++d) t += cs.J[r * nv + d] * z[d];
     adj_Papp[r] = t;
   }
-  ltl_solve(m, ws.H, x);
   S adj_J[3 * kMaxActive * kMaxNv], adj_G[9 * kMaxActive * kMaxActive], adj_c[3 * kMaxActive];
   S adj_P[3 * kMaxActive], adj_w[kMaxActive], adj_gap[kMaxActive], adj_pn[kMaxActive];
   for (int r = 0; r < nr; ++r) {
@@ -697,9 +736,9 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   }
   S adj_H[kMaxNv * kMaxNv];  // ⟨−z, dH x⟩ now, −K Ḡ Kᵀ from adj_delassus; then one adj_crba
   for (int a = 0; a < nv; ++a)
-    for (int b = 0; b < nv; ++b) adj_H[a * nv + b] = -z[a] * x[b];
+    for (int b = 0; b < nv; ++b) adj_H[a * nv + b] = -z[a] * ca.x[b];
   const bool soft = mode == kContactSoft;
-  if (!adj_pgs_solve(cs, p.friction.get(env), soft, adj_P, adj_c, adj_G, adj_w, adj_p.friction, adj_pn))
+  if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_c, adj_G, adj_w, adj_p.friction, adj_pn))
     return kStatusNoGradient;
   if (soft) {
     adj_soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
@@ -717,7 +756,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
     for (int i = 0; i < n; ++i)
       if (cs.gap[i] > 0) adj_gap[i] += adj_c[3 * i] / h;
   }
-  adj_delassus(m, ws, cs, v_free, adj_G, adj_c, adj_J, adj_v_free, adj_H);
+  adj_delassus(m, cs, ca.K, v_free, adj_G, adj_c, adj_J, adj_v_free, adj_H);
   adj_crba(m, ws, adj_H, aw);
   adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
   return 0;

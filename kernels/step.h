@@ -151,6 +151,7 @@ struct StepTape {
   S a[kMaxNv];  // Δv/h (adj_setup)
   Workspace<S> ws;
   ContactScratch<S> cs;
+  ContactAdjoint<S> ca;  // adj_setup
 };
 
 // One physics step of size h, in place on (q, v), recorded in t. Returns the contact stage's
@@ -174,16 +175,18 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 
 // The adjoint's part of a recorded step that does not depend on the seed: a = Δv/h and the RNEA
 // quantities at (q_M, v, a) in t.ws, and for hard_smooth_grad the smooth model's solve at the
-// same inputs in t.cs (a straight-through gradient).
+// same inputs in t.cs (a straight-through gradient), and the contact adjoint's own part in t.ca.
 template <class S>
 MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
                          StepTape<S>& t) {
   S tau[kMaxNv];
   for (int k = 0; k < m.nv; ++k) t.a[k] = t.dv[k] / h;
   rnea(m, t.v, t.a, t.ws, tau);
-  if (cfg.mode == kContactHardSmoothGrad && m.ncon > 0)
+  if (cfg.mode == kContactNone || m.ncon == 0) return;
+  if (cfg.mode == kContactHardSmoothGrad)
     contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
                   static_cast<S*>(nullptr));
+  adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.ca);
 }
 
 // Adjoint of a recorded physics step (after adj_setup). With the residual
@@ -208,7 +211,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   // v_{k+1} = v_free + H⁻¹ Jᵀ P_applied
   for (int k = 0; k < nv; ++k) lambda[k] = contact ? S(0) : adj_v2[k];
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
-    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, t.v_free, adj_v2, lambda, adj_v,
+    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, t.ca, t.v_free, adj_v2, lambda, adj_v,
                                      adj_qM, aw, adj_p.contact);
     if (st) return st;
   }
