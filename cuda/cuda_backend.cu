@@ -27,7 +27,7 @@ template <class S>
 __global__ void pure_step_adj_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                      kern::PureStep<S> io) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
-  kern::StepTape<S> tape;  // one: the physics steps are recomputed from checkpoints
+  kern::AdjTape<S> tape;  // one: the physics steps are recomputed from checkpoints
   if (env < io.n_env) kern::adj_pure_step(m, cfg, p, io, env, &tape, 1);
 }
 

@@ -40,7 +40,7 @@ class HostMemory : public Memory {
   void zero(void* dst, size_t bytes) override { std::memset(dst, 0, bytes); }
 };
 
-// The most physics steps of one control step whose intermediates the adjoint keeps (64 KB each
+// The most physics steps of one control step whose intermediates the adjoint keeps (118 KB each
 // in double); longer control steps are recomputed from checkpoints.
 constexpr int kMaxTapes = 64;
 // The most adjoint rows one pass takes (Simulator::step_adjoint_rows; on the thread's stack).
@@ -67,7 +67,7 @@ class CpuBackend : public TypedBackend<S> {
     const int n_tapes = std::min(n_steps, chosen > 0 ? chosen : kMaxTapes);
     pool_.parallel_for(io.n_env, [&](int begin, int end) {
       // one tape per physics step, kept by each thread across calls
-      thread_local std::vector<kern::StepTape<S>> tapes;
+      thread_local std::vector<kern::AdjTape<S>> tapes;
       if (adjoint && static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
       for (int env = begin; env < end; ++env) {
         if (adjoint && io.rows > 1) {

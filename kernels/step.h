@@ -144,15 +144,27 @@ MOREAU_HD bool free_velocity(const ModelView<S>& m, const Params<S>& p, int env,
 
 // The intermediates of one physics step, as its adjoint reads them: the input state, q_M, Δv,
 // v_free = v + Δv, v_next, the kinematics and the factorised H + hD at q_M (ws), and the contact
-// solve (cs). adj_setup adds what only the adjoint needs.
+// solve (cs).
 template <class S>
 struct StepTape {
   S q[kMaxNq], v[kMaxNv], qM[kMaxNq], dv[kMaxNv], v_free[kMaxNv], v_next[kMaxNv];
-  S a[kMaxNv];  // Δv/h (adj_setup)
   Workspace<S> ws;
   ContactScratch<S> cs;
-  ContactAdjoint<S> ca;  // adj_setup
 };
+
+// A recorded physics step as its adjoint reads it: the step's tape and the seed-independent
+// part of the adjoint (adj_setup).
+template <class S>
+struct AdjTape {
+  StepTape<S> step;
+  S a[kMaxNv];  // Δv/h
+  ContactAdjoint<S> ca;
+};
+
+template <class S>
+MOREAU_HD StepTape<S>& step_tape(StepTape<S>& t) { return t; }
+template <class S>
+MOREAU_HD StepTape<S>& step_tape(AdjTape<S>& t) { return t.step; }
 
 // One physics step of size h, in place on (q, v), recorded in t. Returns the contact stage's
 // result; its status bits are 0 when all went well.
@@ -174,19 +186,20 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 }
 
 // The adjoint's part of a recorded step that does not depend on the seed: a = Δv/h and the RNEA
-// quantities at (q_M, v, a) in t.ws, and for hard_smooth_grad the smooth model's solve at the
-// same inputs in t.cs (a straight-through gradient), and the contact adjoint's own part in t.ca.
+// quantities at (q_M, v, a) in the step's ws, for hard_smooth_grad the smooth model's solve at
+// the same inputs in its cs (a straight-through gradient), and the contact adjoint's own part.
 template <class S>
 MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
-                         StepTape<S>& t) {
+                         AdjTape<S>& at) {
+  StepTape<S>& t = at.step;
   S tau[kMaxNv];
-  for (int k = 0; k < m.nv; ++k) t.a[k] = t.dv[k] / h;
-  rnea(m, t.v, t.a, t.ws, tau);
+  for (int k = 0; k < m.nv; ++k) at.a[k] = t.dv[k] / h;
+  rnea(m, t.v, at.a, t.ws, tau);
   if (cfg.mode == kContactNone || m.ncon == 0) return;
   if (cfg.mode == kContactHardSmoothGrad)
     contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
                   static_cast<S*>(nullptr));
-  adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.ca);
+  adj_contact_setup(m, cfg, p, env, t.ws, t.cs, at.ca);
 }
 
 // Adjoint of a recorded physics step (after adj_setup). With the residual
@@ -198,8 +211,9 @@ MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, c
 // Returns status bits (0 = ok).
 template <class S>
 MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                               S h, const S* ctrl, const StepTape<S>& t, S* adj_q, S* adj_v, S* adj_ctrl,
+                               S h, const S* ctrl, const AdjTape<S>& at, S* adj_q, S* adj_v, S* adj_ctrl,
                                ParamAdjoint<S>& adj_p, const S* adj_q_out, const S* adj_v_out, AdjWorkspace<S>& aw) {
+  const StepTape<S>& t = at.step;
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
   const int nv = m.nv;
   S adj_qM[kMaxNq], lambda[kMaxNv], adj_v2[kMaxNv], tau_adj[kMaxNv] = {};
@@ -211,7 +225,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   // v_{k+1} = v_free + H⁻¹ Jᵀ P_applied
   for (int k = 0; k < nv; ++k) lambda[k] = contact ? S(0) : adj_v2[k];
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
-    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, t.ca, t.v_free, adj_v2, lambda, adj_v,
+    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, lambda, adj_v,
                                      adj_qM, aw, adj_p.contact);
     if (st) return st;
   }
@@ -222,7 +236,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
     tau_adj[k] = -h * lambda[k];
     adj_v[k] -= h * m.dof_damping[k] * lambda[k];
   }
-  adj_rnea(m, t.v, t.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
+  adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
   adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
   adj_forward_kinematics(m, t.qM, adj_qM, aw);
@@ -258,14 +272,14 @@ struct StepStats {
 // Physics steps of a control step from (q, v), in place: count of them, step s recorded in
 // tapes[s * tape_stride] (tape_stride 0: all in tapes[0]). Returns status bits; a fatal bit
 // stops it. stats may be null.
-template <class S>
+template <class S, class Tape>
 MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q,
-                           S* v, const S* u, StepTape<S>* tapes, int count, int tape_stride, ContactInfo<S>& info,
+                           S* v, const S* u, Tape* tapes, int count, int tape_stride, ContactInfo<S>& info,
                            StepStats<S>* stats) {
   const S h = m.timestep / cfg.substeps;
   int status = 0;
   for (int s = 0; s < count && !(status & kStatusFatal); ++s) {
-    const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, tapes[s * tape_stride], info);
+    const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, step_tape(tapes[s * tape_stride]), info);
     status |= r.status;
     if (stats) {
       stats->iterations = r.iterations > stats->iterations ? r.iterations : stats->iterations;
@@ -293,7 +307,7 @@ MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, cons
 // place; accumulates adj_u and adj_p. Returns status bits (0 = ok).
 template <class S>
 MOREAU_HD int reverse_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                            const S* u, const StepTape<S>* tapes, int count, S* aq, S* av, S* adj_u,
+                            const S* u, const AdjTape<S>* tapes, int count, S* aq, S* av, S* adj_u,
                             ParamAdjoint<S>& adj_p, AdjWorkspace<S>& aw) {
   const S h = m.timestep / cfg.substeps;
   S nq_adj[kMaxNq], nv_adj[kMaxNv];
@@ -323,7 +337,7 @@ constexpr int kCheckpoints = 16;
 template <class S>
 MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                           const S* q0, const S* v0, const S* u, int rows, S* adj_q0, S* adj_v0, S* adj_u,
-                          ParamAdjoint<S>* adj_p, const S* adj_q1, const S* adj_v1, StepTape<S>* tapes, int n_tapes,
+                          ParamAdjoint<S>* adj_p, const S* adj_q1, const S* adj_v1, AdjTape<S>* tapes, int n_tapes,
                           AdjWorkspace<S>& aw, ContactInfo<S>& info) {
   const int nq = m.nq, nv = m.nv, n_steps = m.decimation * cfg.substeps;
   const int n_seg = (n_steps + n_tapes - 1) / n_tapes;
@@ -455,7 +469,7 @@ MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, c
 // of them (adj_advance).
 template <class S, int kRows = 1>
 MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                             const PureStep<S>& b, int env, StepTape<S>* tapes, int n_tapes) {
+                             const PureStep<S>& b, int env, AdjTape<S>* tapes, int n_tapes) {
   const int n = b.n_env, nq = m.nq, nv = m.nv, nu = m.nu, rows = b.rows;
   S q[kMaxNq], v[kMaxNv], u[kMaxNu], aq1[kRows * kMaxNq], av1[kRows * kMaxNv], aq0[kRows * kMaxNq],
       av0[kRows * kMaxNv], au[kRows * kMaxNu];
