@@ -45,6 +45,8 @@ class HostMemory : public Memory {
 constexpr int kMaxTapes = 64;
 // The most adjoint rows one pass takes (Simulator::step_adjoint_rows; on the thread's stack).
 constexpr int kMaxRows = 40;
+// Environments per group in the adjoint rows' copies (a cache line of float64).
+constexpr int kGroup = 8;
 
 template <class S>
 class CpuBackend : public TypedBackend<S> {
@@ -69,10 +71,12 @@ class CpuBackend : public TypedBackend<S> {
       // one tape per physics step, kept by each thread across calls
       thread_local std::vector<kern::AdjTape<S>> tapes;
       if (adjoint && static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
+      if (adjoint && io.rows > 1) {
+        for (int e0 = begin; e0 < end; e0 += kGroup) rows_group(m, cfg, p, io, e0, std::min(kGroup, end - e0), tapes.data(), n_tapes);
+        return;
+      }
       for (int env = begin; env < end; ++env) {
-        if (adjoint && io.rows > 1) {
-          kern::adj_pure_step<S, kMaxRows>(m, cfg, p, io, env, tapes.data(), n_tapes);
-        } else if (adjoint) {
+        if (adjoint) {
           kern::adj_pure_step(m, cfg, p, io, env, tapes.data(), n_tapes);
         } else {
           kern::pure_step(m, cfg, p, io, env);
@@ -80,6 +84,71 @@ class CpuBackend : public TypedBackend<S> {
       }
     });
   }
+  // Adjoint rows (step_adjoint_rows) of environments e0 .. e0 + g − 1: the stacked buffers are
+  // strided by n_env, so they are copied to and from a field-major batch of g ≤ kGroup
+  // environments (one cache line per element) and the kernel runs on that.
+  static void rows_group(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
+                         const kern::PureStep<S>& io, int e0, int g, kern::AdjTape<S>* tapes, int n_tapes) {
+    const int n = io.n_env, rows = io.rows, nq = m.nq, nv = m.nv, nu = m.nu;
+    thread_local std::vector<S> buf;
+    buf.resize(static_cast<size_t>(kGroup) * (nq + nv + nu + 2 * rows * (nq + nv) + rows * (3 * nu + 4)));
+    S* next = buf.data();
+    kern::PureStep<S> b = io;
+    b.n_env = kGroup;
+    // width elements per environment at src (stride n) <-> dst (stride kGroup)
+    auto in = [&](const S* src, int width) -> const S* {
+      S* dst = next;
+      next += static_cast<size_t>(kGroup) * width;
+      for (int k = 0; k < width; ++k)
+        for (int e = 0; e < g; ++e) dst[k * kGroup + e] = src[static_cast<size_t>(k) * n + e0 + e];
+      return dst;
+    };
+    auto out = [&](S* dst, int width) -> S* {
+      if (!dst) return nullptr;
+      S* local = next;
+      next += static_cast<size_t>(kGroup) * width;
+      return local;
+    };
+    b.q_in = in(io.q_in, nq);
+    b.v_in = in(io.v_in, nv);
+    b.action = in(io.action, nu);
+    b.adj_q_out = in(io.adj_q_out, rows * nq);
+    b.adj_v_out = in(io.adj_v_out, rows * nv);
+    b.adj_q_in = out(io.adj_q_in, rows * nq);
+    b.adj_v_in = out(io.adj_v_in, rows * nv);
+    b.adj_action = out(io.adj_action, rows * nu);
+    b.adj_kp = out(io.adj_kp, rows * nu);
+    b.adj_kd = out(io.adj_kd, rows * nu);
+    b.adj_added_base_mass = out(io.adj_added_base_mass, rows);
+    b.adj_friction = out(io.adj_friction, rows);
+    b.adj_contact_kn = out(io.adj_contact_kn, rows);
+    b.adj_smooth_k = out(io.adj_smooth_k, rows);
+    int status[kGroup];
+    b.status = status;
+    b.accumulate = 0;
+    // per-environment parameters (len = n_env) start at e0
+    kern::Params<S> pg = p;
+    for (kern::Param<S>* x : {&pg.kp, &pg.kd, &pg.added_base_mass, &pg.friction, &pg.contact_kn, &pg.contact_kd,
+                              &pg.contact_zeta, &pg.smooth_k, &pg.smooth_gmax})
+      if (x->len > 1) x->data += e0;
+    for (int e = 0; e < g; ++e) kern::adj_pure_step<S, kMaxRows>(m, cfg, pg, b, e, tapes, n_tapes);
+    auto back = [&](S* dst, const S* local, int width) {
+      if (!dst) return;
+      for (int k = 0; k < width; ++k)
+        for (int e = 0; e < g; ++e) dst[static_cast<size_t>(k) * n + e0 + e] = local[k * kGroup + e];
+    };
+    back(io.adj_q_in, b.adj_q_in, rows * nq);
+    back(io.adj_v_in, b.adj_v_in, rows * nv);
+    back(io.adj_action, b.adj_action, rows * nu);
+    back(io.adj_kp, b.adj_kp, rows * nu);
+    back(io.adj_kd, b.adj_kd, rows * nu);
+    back(io.adj_added_base_mass, b.adj_added_base_mass, rows);
+    back(io.adj_friction, b.adj_friction, rows);
+    back(io.adj_contact_kn, b.adj_contact_kn, rows);
+    back(io.adj_smooth_k, b.adj_smooth_k, rows);
+    for (int e = 0; e < g; ++e) io.status[e0 + e] = status[e];
+  }
+
   void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,
                     int count) override {
     for (int i = 0; i < count; ++i) kern::reset_env(m, b, env_ids[i]);

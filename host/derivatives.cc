@@ -45,7 +45,7 @@ void rnea_rows(const Model& model, const double* q, const double* v, const doubl
     tau_adj[i] = 1;
     kern::adj_clear(h.m, *h.aw);
     kern::adj_rnea(h.m, v, a, ws, adj_v.data(), static_cast<double*>(nullptr), tau_adj.data(), *h.aw);
-    kern::adj_forward_kinematics(h.m, q, adj_q.data(), *h.aw);
+    kern::adj_forward_kinematics(h.m, q, ws, adj_q.data(), *h.aw);
     tau_adj[i] = 0;
     if (dtau_dq) std::copy(adj_q.begin(), adj_q.end(), dtau_dq + static_cast<size_t>(i) * nq);
     if (dtau_dv) std::copy(adj_v.begin(), adj_v.end(), dtau_dv + static_cast<size_t>(i) * nv);

@@ -89,14 +89,14 @@ MOREAU_HD void forward_kinematics(const ModelView<S>& m, const S* q, Workspace<S
   }
 }
 
-// Recomputes Xup from q; adj.Xup and adj.Sdof are the incoming adjoints.
+// Needs ws.Xup as forward_kinematics left it at q; adj.Xup and adj.Sdof are the incoming adjoints.
 template <class S>
-MOREAU_HD void adj_forward_kinematics(const ModelView<S>& m, const S* q, S* adj_q, AdjWorkspace<S>& adj) {
+MOREAU_HD void adj_forward_kinematics(const ModelView<S>& m, const S* q, const Workspace<S>& ws, S* adj_q,
+                                      AdjWorkspace<S>& adj) {
   for (int i = 0; i < m.nbody; ++i) {
-    const Transform<S> X = joint_transform(m, i, q);
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
-    for (int k = 0; k < n; ++k) adj_joint_motion(m, i, k, X, adj.Xup[i], adj.Sdof[d + k]);
-    adj_joint_transform(m, i, q, adj_q, adj.Xup[i]);
+    for (int k = 0; k < n; ++k) adj_joint_motion(m, i, k, ws.Xup[i], adj.Xup[i], adj.Sdof[d + k]);
+    adj_joint_transform(m, i, q, ws.Xup[i], adj_q, adj.Xup[i]);
   }
 }
 

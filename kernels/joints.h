@@ -29,14 +29,6 @@ MOREAU_HD Mat3<S> axis_angle(const Vec3<S>& a, S theta) {
            t * a.x * a.y + s * a.z, c + t * a.y * a.y, t * a.y * a.z - s * a.x,
            t * a.x * a.z - s * a.y, t * a.y * a.z + s * a.x, c + t * a.z * a.z}};
 }
-// dRot/dθ = −sin θ 1 + cos θ [a]× + sin θ a aᵀ;  θ̄ += ⟨W, dRot/dθ⟩
-template <class S>
-MOREAU_HD void adj_axis_angle(const Vec3<S>& a, S theta, S& adj_theta, const Mat3<S>& adj_ret) {
-  const Mat3<S>& W = adj_ret;
-  S c = mcos(theta), s = msin(theta);
-  S skew = a.x * (W(2, 1) - W(1, 2)) + a.y * (W(0, 2) - W(2, 0)) + a.z * (W(1, 0) - W(0, 1));
-  adj_theta += -s * (W(0, 0) + W(1, 1) + W(2, 2)) + c * skew + s * dot(a, W * a);
-}
 
 // The tree placement of body i (its transform from the parent at q = 0).
 template <class S>
@@ -64,9 +56,13 @@ MOREAU_HD Transform<S> joint_transform(const ModelView<S>& m, int i, const S* q)
   }
   return compose(Transform<S>{transpose(RJ), rJ}, tree);
 }
-// Accumulates into adj_q at the joint's coordinates; recomputes R_J, r_J and the tree placement.
+// Accumulates into adj_q at the joint's coordinates, given X = joint_transform(m, i, q). A hinge
+// (E = R_Jᵀ E_t, r = r_t + E_tᵀ (p − R_J p), R_J = exp(q [a]×), tree placement (E_t, r_t)) uses
+//   dE/dq = −[a]× E,  dr/dq = −E_tᵀ (a × R_J p),  R_J = E_t Eᵀ;
+// ball and slide joints recompute R_J and r_J.
 template <class S>
-MOREAU_HD void adj_joint_transform(const ModelView<S>& m, int i, const S* q, S* adj_q, const Transform<S>& adj_ret) {
+MOREAU_HD void adj_joint_transform(const ModelView<S>& m, int i, const S* q, const Transform<S>& X, S* adj_q,
+                                   const Transform<S>& adj_ret) {
   const int type = m.jnt_type[i];
   const S* qi = q + m.jnt_qposadr[i];
   S* adj_qi = adj_q + m.jnt_qposadr[i];
@@ -77,32 +73,34 @@ MOREAU_HD void adj_joint_transform(const ModelView<S>& m, int i, const S* q, S* 
     add_quat(adj_qi + 3, adj_quat);
     return;
   }
+  if (type == kJointRevolute) {
+    const Transform<S> tree = tree_transform(m, i);
+    const Vec3<S> a = vec3(m.jnt_axis + 3 * i), p = vec3(m.jnt_pos + 3 * i);
+    S g = 0;
+    for (int c = 0; c < 3; ++c) {  // ⟨Ē, −[a]× E⟩ column by column
+      const Vec3<S> col = cross(a, Vec3<S>{X.E(0, c), X.E(1, c), X.E(2, c)});
+      g -= adj_ret.E(0, c) * col.x + adj_ret.E(1, c) * col.y + adj_ret.E(2, c) * col.z;
+    }
+    const Vec3<S> Rp = tree.E * mul_t(X.E, p);  // R_J p
+    g -= dot(adj_ret.r, mul_t(tree.E, cross(a, Rp)));
+    adj_qi[0] += g;
+    return;
+  }
   const Transform<S> tree = tree_transform(m, i);
   const Vec3<S> a = vec3(m.jnt_axis + 3 * i), p = vec3(m.jnt_pos + 3 * i);
-  Mat3<S> RJ;
-  Vec3<S> rJ;
-  if (type == kJointPrismatic) {
-    RJ = identity3<S>();
-    rJ = qi[0] * a;
-  } else {
-    RJ = type == kJointBall ? quat_to_mat(quat(qi)) : axis_angle(a, qi[0]);
-    rJ = p - RJ * p;
-  }
+  const Mat3<S> RJ = type == kJointPrismatic ? identity3<S>() : quat_to_mat(quat(qi));
+  const Vec3<S> rJ = type == kJointPrismatic ? qi[0] * a : p - RJ * p;
   Transform<S> adj_XJ{{{0, 0, 0, 0, 0, 0, 0, 0, 0}}, {0, 0, 0}}, adj_tree = adj_XJ;
   adj_compose(Transform<S>{transpose(RJ), rJ}, tree, adj_XJ, adj_tree, adj_ret);
   if (type == kJointPrismatic) {
     adj_qi[0] += dot(a, adj_XJ.r);
     return;
   }
-  // E_J = R_Jᵀ, r_J = p − R_J p:  R̄_J = Ē_Jᵀ − r̄_J pᵀ
+  // ball: E_J = R_Jᵀ, r_J = p − R_J p:  R̄_J = Ē_Jᵀ − r̄_J pᵀ
   Mat3<S> adj_RJ = transpose(adj_XJ.E);
   add_outer(adj_RJ, -adj_XJ.r, p);
-  if (type == kJointBall) {
-    adj_quat_to_mat(quat(qi), adj_quat, adj_RJ);
-    add_quat(adj_qi, adj_quat);
-  } else {
-    adj_axis_angle(a, qi[0], adj_qi[0], adj_RJ);
-  }
+  adj_quat_to_mat(quat(qi), adj_quat, adj_RJ);
+  add_quat(adj_qi, adj_quat);
 }
 
 // Motion subspace column k (0 ≤ k < joint nv) of body i, given its parent → body transform X.

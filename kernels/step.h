@@ -239,7 +239,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
   adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
-  adj_forward_kinematics(m, t.qM, adj_qM, aw);
+  adj_forward_kinematics(m, t.qM, t.ws, adj_qM, aw);
   adj_body_inertias(m, p.added_base_mass.get(env), adj_p.added_base_mass, aw);
   // q_M = q ⊕ (h/2) v
   adj_integrate(m, t.q, t.v, h / 2, adj_q, adj_v, adj_qM);

@@ -201,7 +201,7 @@ TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
     kern::adj_crba(m, ws, Hbar.data(), aw);
     std::vector<double> gq(nq, 0.0);
     double gm = 0;
-    kern::adj_forward_kinematics(m, q.data(), gq.data(), aw);
+    kern::adj_forward_kinematics(m, q.data(), ws, gq.data(), aw);
     kern::adj_body_inertias(m, added, gm, aw);
     const double eps = 1e-6;
     for (int k = 0; k < nq; ++k) {

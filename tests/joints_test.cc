@@ -99,27 +99,6 @@ Transform<double> random_transform(std::mt19937& rng) {
   return X;
 }
 
-TEST_F(JointAdjoint, AxisAngle) {
-  AdjointStats st;
-  std::uniform_real_distribution<double> U(-M_PI, M_PI);
-  for (int t = 0; t < kTrials + 1; ++t) {
-    Vec3<double> a{N(rng), N(rng), N(rng)};
-    a = (1 / std::sqrt(kern::dot(a, a))) * a;
-    AdjointCase c;
-    c.name = "axis_angle";
-    c.x = {t == kTrials ? 0.0 : U(rng)};  // and θ = 0
-    c.blocks = {{"theta", 0, 1, false}};
-    c.f = [=](const V& x) {
-      V y(9);
-      store(kern::axis_angle(a, x[0]), y.data());
-      return y;
-    };
-    c.adj = [=](const V& x, const V& w, V& adj) { kern::adj_axis_angle(a, x[0], adj[0], load<Mat3<double>>(w.data())); };
-    test::check_adjoint(c, rng, st);
-  }
-  test::print_stats("axis_angle", st);
-}
-
 TEST_F(JointAdjoint, JointTransform) {
   const char* names[] = {"free", "ball", "revolute", "prismatic"};
   for (int i = 0; i < m.nbody; ++i) {
@@ -138,7 +117,8 @@ TEST_F(JointAdjoint, JointTransform) {
         return y;
       };
       c.adj = [=](const V& x, const V& w, V& adj) {
-        kern::adj_joint_transform(mv, i, x.data(), adj.data(), load<Transform<double>>(w.data()));
+        kern::adj_joint_transform(mv, i, x.data(), kern::joint_transform(mv, i, x.data()), adj.data(),
+                                  load<Transform<double>>(w.data()));
       };
       test::check_adjoint(c, rng, st);
     }
