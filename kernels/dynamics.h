@@ -21,7 +21,8 @@ struct Workspace {
   S H[kMaxNv * kMaxNv];          // mass matrix, row stride nv; after factorisation L (lower)
 };
 
-// Adjoints of the Workspace quantities (the backward pass's scratch), zeroed by adj_clear.
+// Adjoints of the Workspace quantities (the backward pass's scratch): Xup, I and Sdof are
+// zeroed by adj_clear; vel, acc and f are adj_rnea's own scratch.
 template <class S>
 struct AdjWorkspace {
   Transform<S> Xup[kMaxBodies];
@@ -39,8 +40,6 @@ MOREAU_HD void adj_clear(const ModelView<S>& m, AdjWorkspace<S>& adj) {
   for (int i = 0; i < m.nbody; ++i) {
     adj.Xup[i] = {Z, z};
     adj.I[i] = {S(0), z, {0, 0, 0, 0, 0, 0}};
-    adj.vel[i] = adj.acc[i] = {z, z};
-    adj.f[i] = {z, z};
   }
   for (int k = 0; k < m.nv; ++k) adj.Sdof[k] = {z, z};
 }
@@ -130,7 +129,7 @@ MOREAU_HD void rnea(const ModelView<S>& m, const S* v, const S* vdot, Workspace<
 // Reverse of rnea (its passes mirrored: adjoint of the backward pass, then of the forward
 // pass). Needs ws.vel/acc/f as rnea left them (call rnea first with the same inputs);
 // tau_adj is the adjoint of τ. Accumulates into adj_v, adj_vdot (may be null),
-// adj.Xup, adj.Sdof and adj.I (adj.vel/acc/f are the sweep's own scratch).
+// adj.Xup, adj.Sdof and adj.I[0] (adj.vel/acc/f are the sweep's own scratch).
 template <class S>
 MOREAU_HD void adj_rnea(const ModelView<S>& m, const S* v, const S* vdot, const Workspace<S>& ws, S* adj_v,
                         S* adj_vdot, const S* tau_adj, AdjWorkspace<S>& adj) {
@@ -163,10 +162,12 @@ MOREAU_HD void adj_rnea(const ModelView<S>& m, const S* v, const S* vdot, const 
     Motion<S> vJ = zero;
     for (int k = 0; k < n; ++k) vJ += v[d + k] * ws.Sdof[d + k];
     // f_i = I a_i + v_i ×* (I v_i)
-    adj_mul_inertia(I, ws.acc[i], adj.I[i], adj.acc[i], adj.f[i]);
+    // body inertias are constant in body coordinates but the root's (added_base_mass)
+    Inertia<S>* adj_I = i == 0 ? &adj.I[0] : nullptr;
+    adj_mul_inertia(I, ws.acc[i], adj_I, adj.acc[i], adj.f[i]);
     Force<S> adj_Iv{{0, 0, 0}, {0, 0, 0}};
     adj_cross_f(vel, I * vel, adj.vel[i], adj_Iv, adj.f[i]);
-    adj_mul_inertia(I, vel, adj.I[i], adj.vel[i], adj_Iv);
+    adj_mul_inertia(I, vel, adj_I, adj.vel[i], adj_Iv);
     // a_i = X a_λ + a_J + v_i × v_J
     Motion<S> adj_vJ = zero;
     adj_cross_m(vel, vJ, adj.vel[i], adj_vJ, adj.acc[i]);
@@ -252,7 +253,7 @@ MOREAU_HD void adj_crba(const ModelView<S>& m, const Workspace<S>& ws, const S* 
         }
         if (l < L) adj_apply_t(ws.Xup[chain[l]], F[l], aw.Xup[chain[l]], adj_F[l], adj_F[l + 1]);
       }
-      adj_mul_inertia(ws.Ic[i], ws.Sdof[a], adj_Ic[i], aw.Sdof[a], adj_F[0]);
+      adj_mul_inertia(ws.Ic[i], ws.Sdof[a], &adj_Ic[i], aw.Sdof[a], adj_F[0]);
     }
   }
   // I^c_λ += Xᵀ I^c_i X (children last in the forward): parents first

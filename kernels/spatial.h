@@ -386,15 +386,21 @@ template <class S>
 MOREAU_HD Force<S> operator*(const Inertia<S>& I, const Motion<S>& a) {
   return {I.I * a.w + cross(I.h, a.v), I.m * a.v - cross(I.h, a.w)};
 }
-// adjoint of I * a
+// adjoint of I * a; adj_I may be null (a constant inertia): then only
+// ā_w += Ī n̄ + h × f̄,  ā_v += n̄ × h + m f̄
 template <class S>
-MOREAU_HD void adj_mul_inertia(const Inertia<S>& I, const Motion<S>& a, Inertia<S>& adj_I, Motion<S>& adj_a,
+MOREAU_HD void adj_mul_inertia(const Inertia<S>& I, const Motion<S>& a, Inertia<S>* adj_I, Motion<S>& adj_a,
                                const Force<S>& adj_ret) {
-  adj_mul(I.I, a.w, adj_I.I, adj_a.w, adj_ret.n);
-  adj_cross(I.h, a.v, adj_I.h, adj_a.v, adj_ret.n);
-  adj_I.m += dot(a.v, adj_ret.f);
+  if (!adj_I) {
+    adj_a.w += I.I * adj_ret.n + cross(I.h, adj_ret.f);
+    adj_a.v += cross(adj_ret.n, I.h) + I.m * adj_ret.f;
+    return;
+  }
+  adj_mul(I.I, a.w, adj_I->I, adj_a.w, adj_ret.n);
+  adj_cross(I.h, a.v, adj_I->h, adj_a.v, adj_ret.n);
+  adj_I->m += dot(a.v, adj_ret.f);
   adj_a.v += I.m * adj_ret.f;
-  adj_cross(I.h, a.w, adj_I.h, adj_a.w, -adj_ret.f);
+  adj_cross(I.h, a.w, adj_I->h, adj_a.w, -adj_ret.f);
 }
 template <class S>
 MOREAU_HD Inertia<S>& operator+=(Inertia<S>& a, const Inertia<S>& b) {

@@ -405,10 +405,23 @@ TEST(SpatialAdjoint, Inertia) {
     b.c.adj = [=](const V& x, const V& w, V& adj) {
       Slot<Inertia<double>> aI(adj, oI);
       Slot<Motion<double>> aa(adj, oa);
-      kern::adj_mul_inertia(load<Inertia<double>>(&x[oI]), load<Motion<double>>(&x[oa]), aI.val, aa.val,
+      kern::adj_mul_inertia(load<Inertia<double>>(&x[oI]), load<Motion<double>>(&x[oa]), &aI.val, aa.val,
                             load<Force<double>>(&w[0]));
     };
     run(b.c, r, st_mul);
+    {  // a constant inertia (adj_I null): the same ā
+      const Motion<double> a = r.mo();
+      const Force<double> w{r.v(), r.v()};
+      Inertia<double> adj_I{0, {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+      Motion<double> full{{0, 0, 0}, {0, 0, 0}}, only_a = full;
+      kern::adj_mul_inertia(I, a, &adj_I, full, w);
+      kern::adj_mul_inertia(I, a, static_cast<Inertia<double>*>(nullptr), only_a, w);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_NEAR(only_a.w[k], full.w[k], 1e-12 * (1 + std::abs(full.w[k])));
+        EXPECT_NEAR(only_a.v[k], full.v[k], 1e-12 * (1 + std::abs(full.v[k])));
+      }
+      EXPECT_GT(std::abs(full.w[0]) + std::abs(full.v[0]), 0);
+    }
 
     Builder bc("inertia_from_com");
     const int om = bc.add(std::fabs(r.s()) + 0.5, {{"m", 1, true}});
