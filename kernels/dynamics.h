@@ -126,6 +126,26 @@ MOREAU_HD void rnea(const ModelView<S>& m, const S* v, const S* vdot, Workspace<
   }
 }
 
+// rnea's quantities at (q, v, v̇ + δv̇) from those rnea left in ws at (q, v, v̇) (τ not
+// returned): δa_i = X δa_λ + S δv̇, f_i += I δa_i, and the subtree sums f_λ += Xᵀ δf_i.
+template <class S>
+MOREAU_HD void rnea_add_acceleration(const ModelView<S>& m, const S* dvdot, Workspace<S>& ws) {
+  Motion<S> da[kMaxBodies];
+  Force<S> df[kMaxBodies];
+  for (int i = 0; i < m.nbody; ++i) {
+    const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
+    da[i] = par < 0 ? Motion<S>{{0, 0, 0}, {0, 0, 0}} : apply(ws.Xup[i], da[par]);
+    for (int k = 0; k < n; ++k) da[i] += dvdot[d + k] * ws.Sdof[d + k];
+    ws.acc[i] += da[i];
+    df[i] = ws.I[i] * da[i];
+  }
+  for (int i = m.nbody - 1; i >= 0; --i) {
+    const int par = m.body_parent[i];
+    ws.f[i] += df[i];
+    if (par >= 0) df[par] += apply_t(ws.Xup[i], df[i]);
+  }
+}
+
 // Reverse of rnea (its passes mirrored: adjoint of the backward pass, then of the forward
 // pass). Needs ws.vel/acc/f as rnea left them (call rnea first with the same inputs);
 // tau_adj is the adjoint of τ. Accumulates into adj_v, adj_vdot (may be null),

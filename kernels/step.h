@@ -186,15 +186,14 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 }
 
 // The adjoint's part of a recorded step that does not depend on the seed: a = Δv/h and the RNEA
-// quantities at (q_M, v, a) in the step's ws, for hard_smooth_grad the smooth model's solve at
+// quantities at (q_M, v, a) in the step's ws (free_velocity left them at (q_M, v, 0)), for hard_smooth_grad the smooth model's solve at
 // the same inputs in its cs (a straight-through gradient), and the contact adjoint's own part.
 template <class S>
 MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
                          AdjTape<S>& at) {
   StepTape<S>& t = at.step;
-  S tau[kMaxNv];
   for (int k = 0; k < m.nv; ++k) at.a[k] = t.dv[k] / h;
-  rnea(m, t.v, at.a, t.ws, tau);
+  rnea_add_acceleration(m, at.a, t.ws);
   if (cfg.mode == kContactNone || m.ncon == 0) return;
   if (cfg.mode == kContactHardSmoothGrad)
     contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,

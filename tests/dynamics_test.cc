@@ -225,6 +225,40 @@ namespace {
 
 // The cube's corners: at height z with identity orientation the lowest is z − 0.05; tilted by
 // 45° about x the lowest edge is z − 0.05·√2.
+// rnea at (q, v, 0) then rnea_add_acceleration(a) leaves what rnea at (q, v, a) leaves (the
+// adjoint's setup relies on it).
+TEST(DynamicsAdjoint, AddingAnAccelerationEqualsRneaWithIt) {
+  const Model model = load_model(asset("anymal_c.json"));
+  PackedModel<double> packed(model);
+  const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
+  std::mt19937 rng(23);
+  std::normal_distribution<double> normal(0, 1);
+  std::vector<double> q(model.nq), v(model.nv), a(model.nv), tau(model.nv);
+  for (int t = 0; t < 5; ++t) {
+    test::random_state(model, rng, q.data(), v.data());
+    for (double& x : a) x = 3 * normal(rng);
+    kern::Workspace<double> full, added;
+    for (kern::Workspace<double>* ws : {&full, &added}) {
+      kern::body_inertias(m, 0.0, *ws);
+      kern::forward_kinematics(m, q.data(), *ws);
+    }
+    kern::rnea(m, v.data(), a.data(), full, tau.data());
+    kern::rnea(m, v.data(), static_cast<const double*>(nullptr), added, tau.data());
+    kern::rnea_add_acceleration(m, a.data(), added);
+    double largest = 0;
+    for (int i = 0; i < model.nbody; ++i)
+      for (int k = 0; k < 3; ++k) {
+        const double pairs[4][2] = {{full.acc[i].w[k], added.acc[i].w[k]}, {full.acc[i].v[k], added.acc[i].v[k]},
+                                    {full.f[i].n[k], added.f[i].n[k]}, {full.f[i].f[k], added.f[i].f[k]}};
+        for (const auto& p : pairs) {
+          EXPECT_NEAR(p[1], p[0], 1e-9 * (1 + std::abs(p[0])));
+          largest = std::max(largest, std::abs(p[0]));
+        }
+      }
+    EXPECT_GT(largest, 1.0);
+  }
+}
+
 TEST(Kinematics, ContactGapsOfTheCube) {
   const Model model = load_model(asset("cube.json"));
   std::vector<double> q = model.qpos0, gaps(model.ncon);
