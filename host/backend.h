@@ -113,6 +113,23 @@ struct PackedModel {
   size_t derived = 0;  // offset of the derived arrays in reals
 };
 
+// Where the buffers live: allocation and host <-> device copies.
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual Device device() const = 0;
+  virtual int device_id() const { return 0; }
+  virtual void* alloc(size_t bytes) = 0;  // throws Error naming the bytes on failure
+  virtual void release(void* p) = 0;
+  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() {}
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
+  virtual void zero(void* dst, size_t bytes) = 0;
+  // Throws Error if `bytes` for `n_env` environments cannot fit (default: allocation decides).
+  virtual void check_capacity(size_t /*bytes*/, int /*n_env*/) {}
+};
+
 // Simulator's implementation. One TypedBackend<S> (typed_backend.h) holds the buffers for
 // both devices; the CPU and CUDA backends add memory and launches.
 class Backend {
@@ -147,11 +164,17 @@ class Backend {
   virtual void rollout(int horizon, const void* actions) = 0;
   virtual void rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Simulator::Gradients& params) = 0;
   virtual int rollout_horizon() const = 0;
+  virtual Memory& memory() = 0;
   virtual void reset(const int32_t* env_ids, int count) = 0;
   virtual void synchronize() = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const SimulatorOptions& options);
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, const SimulatorOptions& options);
+
+// Library code that needs a Simulator's backend (host/derivatives.cc).
+struct SimulatorAccess {
+  static Backend& backend(Simulator& sim) { return *sim.backend_; }
+};
 
 }  // namespace moreau

@@ -1,7 +1,9 @@
 // moreau host — analytic derivatives of RNEA and forward dynamics through the kernels/
-// reverse sweeps, and the transition Jacobians of a control step through step_adjoint_rows.
+// reverse sweeps, and the transition Jacobians of a control step through step_adjoint_rows (on
+// the simulator's device; the seeds and the assembly of A and B on the host).
 #include "moreau/derivatives.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,64 +61,107 @@ void to_tangent(const Model& model, const double* q, const double* raw, int rows
   MapX(out, rows, model.nv) = Eigen::Map<const MatX>(raw, rows, model.nq) * T;
 }
 
-// Host-side scalar view of a simulator buffer on the CPU.
+// A simulator buffer's pointers (on its device).
 template <class S>
 struct Buffers {
   const S *q_in, *v_in, *u;
   S *A, *B;
 };
 
+// `count` elements on the simulator's device (a given buffer, or one of its own) and their host
+// image: one and the same memory on the CPU; copied on demand with CUDA.
+template <class T>
+class Staged {
+ public:
+  Staged(Memory& mem, size_t count, const T* given = nullptr)
+      : mem_(mem), count_(count), same_(mem.device() == Device::CPU), owned_(given == nullptr),
+        device_(owned_ ? static_cast<T*>(mem.alloc(sizeof(T) * std::max<size_t>(count, 1))) : const_cast<T*>(given)) {
+    if (!same_) host_.resize(count);
+  }
+  ~Staged() {
+    if (owned_) mem_.release(device_);
+  }
+  Staged(const Staged&) = delete;
+  Staged& operator=(const Staged&) = delete;
+  T* device() { return device_; }
+  T* host() { return same_ ? device_ : host_.data(); }
+  void to_host() {
+    if (!same_) mem_.download(host_.data(), device_, sizeof(T) * count_);
+  }
+  void to_device() {
+    if (!same_) mem_.upload(device_, host_.data(), sizeof(T) * count_);
+  }
+
+ private:
+  Memory& mem_;
+  size_t count_;
+  bool same_, owned_;
+  T* device_;
+  std::vector<T> host_;
+};
+
 // The adjoint rows of all output coordinates in one step_adjoint_rows call (one recompute):
 // with adj_q_out/adj_v_out of row r set by `seed(r, e, aq, av)` (field-major, row r's batch
-// given), row r of environment e of A and B is `place(r, e, grad_q, grad_v, grad_u)` (row r's
-// batches given).
+// given, zeroed), row r of environment e of A and B is `place(r, e, grad_q, grad_v, grad_u)`
+// (row r's batches given); seed and place work on host images. status: device buffer.
 template <class S, class Seed, class Place>
 void adjoint_rows(Simulator& sim, const Buffers<S>& b, int rows, bool want_u, Seed&& seed, Place&& place,
                   int32_t* status) {
   const Model& m = sim.model();
+  Memory& mem = SimulatorAccess::backend(sim).memory();
   const size_t n = sim.n_env(), sq = n * m.nq, sv = n * m.nv, su = n * m.nu;
-  std::vector<S> aq(rows * sq, S(0)), av(rows * sv, S(0)), gq(rows * sq), gv(rows * sv), gu(rows * su);
+  Staged<S> aq(mem, rows * sq), av(mem, rows * sv), gq(mem, rows * sq), gv(mem, rows * sv), gu(mem, rows * su);
+  std::fill(aq.host(), aq.host() + rows * sq, S(0));
+  std::fill(av.host(), av.host() + rows * sv, S(0));
   for (int r = 0; r < rows; ++r)
-    for (size_t e = 0; e < n; ++e) seed(r, static_cast<int>(e), aq.data() + r * sq, av.data() + r * sv);
+    for (size_t e = 0; e < n; ++e) seed(r, static_cast<int>(e), aq.host() + r * sq, av.host() + r * sv);
+  aq.to_device();
+  av.to_device();
   Simulator::Gradients grads;
-  grads.q = gq.data();
-  grads.v = gv.data();
-  grads.action = want_u && m.nu > 0 ? gu.data() : nullptr;
-  sim.step_adjoint_rows(b.q_in, b.v_in, b.u, rows, aq.data(), av.data(), grads, status);
+  grads.q = gq.device();
+  grads.v = gv.device();
+  grads.action = want_u && m.nu > 0 ? gu.device() : nullptr;
+  sim.step_adjoint_rows(b.q_in, b.v_in, b.u, rows, aq.device(), av.device(), grads, status);
+  gq.to_host();
+  gv.to_host();
+  if (grads.action) gu.to_host();
   for (int r = 0; r < rows; ++r)
     for (size_t e = 0; e < n; ++e)
-      place(r, static_cast<int>(e), gq.data() + r * sq, gv.data() + r * sv, gu.data() + r * su);
-}
-
-void require_cpu(const Simulator& sim, const char* fn) {
-  if (sim.options().device != Device::CPU) {
-    throw Error(std::string(fn) + ": expected a CPU simulator, got device " + device_name(sim.options().device) +
-                " (the CUDA path needs device scratch buffers; not yet available)");
-  }
+      place(r, static_cast<int>(e), gq.host() + r * sq, gv.host() + r * sv, gu.host() + r * su);
 }
 
 template <class S>
 void transition_raw(Simulator& sim, const Buffers<S>& b, int32_t* status) {
   const Model& m = sim.model();
+  Memory& mem = SimulatorAccess::backend(sim).memory();
   const int n = sim.n_env(), nq = m.nq, nv = m.nv, nu = m.nu, N = nq + nv;
+  Staged<S> A(mem, static_cast<size_t>(n) * N * N, b.A), B(mem, b.B ? static_cast<size_t>(n) * N * nu : 0, b.B);
   auto seed = [&](int r, int e, S* aq, S* av) { (r < nq ? aq[r * n + e] : av[(r - nq) * n + e]) = 1; };
   auto place = [&](int r, int e, const S* gq, const S* gv, const S* gu) {
-    S* row = b.A + (static_cast<size_t>(e) * N + r) * N;
+    S* row = A.host() + (static_cast<size_t>(e) * N + r) * N;
     for (int c = 0; c < nq; ++c) row[c] = gq[c * n + e];
     for (int c = 0; c < nv; ++c) row[nq + c] = gv[c * n + e];
     if (b.B)
-      for (int c = 0; c < nu; ++c) b.B[(static_cast<size_t>(e) * N + r) * nu + c] = gu[c * n + e];
+      for (int c = 0; c < nu; ++c) B.host()[(static_cast<size_t>(e) * N + r) * nu + c] = gu[c * n + e];
   };
   adjoint_rows(sim, b, N, b.B != nullptr, seed, place, status);
+  A.to_device();
+  if (b.B) B.to_device();
 }
 
 template <class S>
 void transition_tangent(Simulator& sim, const Buffers<S>& b, int32_t* status) {
   const Model& m = sim.model();
+  Memory& mem = SimulatorAccess::backend(sim).memory();
   const int n = sim.n_env(), nq = m.nq, nv = m.nv, nu = m.nu, N = 2 * nv;
+  Staged<S> A(mem, static_cast<size_t>(n) * N * N, b.A), B(mem, b.B ? static_cast<size_t>(n) * N * nu : 0, b.B);
+  Staged<S> q_in(mem, static_cast<size_t>(n) * nq, b.q_in), q_out(mem, static_cast<size_t>(n) * nq),
+      v_out(mem, static_cast<size_t>(n) * nv);
+  Staged<int32_t> st_fwd(mem, n, status), st_adj(mem, n);
   // the nominal outputs, and per environment T_in = tangent_map(q_in), P_out = pinv(tangent_map(q_out))
-  std::vector<S> q_out(static_cast<size_t>(n) * nq), v_out(static_cast<size_t>(n) * nv);
-  sim.step_pure(b.q_in, b.v_in, b.u, q_out.data(), v_out.data(), status);
+  sim.step_pure(b.q_in, b.v_in, b.u, q_out.device(), v_out.device(), st_fwd.device());
+  q_in.to_host();
+  q_out.to_host();
   // their nonzeros (k, c, value): at most 4 per column (a quaternion), so 4 nv per matrix
   struct Entry {
     int k, c;
@@ -131,15 +176,14 @@ void transition_tangent(Simulator& sim, const Buffers<S>& b, int32_t* status) {
         if (M(i, j) != 0) out.push_back(transpose ? Entry{j, i, M(i, j)} : Entry{i, j, M(i, j)});
   };
   for (int e = 0; e < n; ++e) {
-    for (int k = 0; k < nq; ++k) qe[k] = static_cast<double>(b.q_in[k * n + e]);
+    for (int k = 0; k < nq; ++k) qe[k] = static_cast<double>(q_in.host()[k * n + e]);
     tangent_map(m, qe.data(), T.data());
     nonzeros(T, false, T_in[e]);  // (k, c): ∂q_k/∂δ_c
-    for (int k = 0; k < nq; ++k) qe[k] = static_cast<double>(q_out[k * n + e]);
+    for (int k = 0; k < nq; ++k) qe[k] = static_cast<double>(q_out.host()[k * n + e]);
     tangent_map(m, qe.data(), T.data());
     P = T.completeOrthogonalDecomposition().pseudoInverse();
     nonzeros(P, true, P_out[e]);  // (k, c): ∂δ_c/∂q_k
   }
-  std::vector<int32_t> st(n);
   // output row r < nv: the adjoint on q_out is row r of P_out; r ≥ nv: unit on v_out
   auto seed = [&](int r, int e, S* aq, S* av) {
     if (r < nv) {
@@ -150,7 +194,7 @@ void transition_tangent(Simulator& sim, const Buffers<S>& b, int32_t* status) {
     }
   };
   auto place = [&](int r, int e, const S* gq, const S* gv, const S* gu) {
-    S* row = b.A + (static_cast<size_t>(e) * N + r) * N;
+    S* row = A.host() + (static_cast<size_t>(e) * N + r) * N;
     double t[kMaxNv] = {};  // (∂/∂q_raw) · T_in
     for (const Entry& x : T_in[e]) t[x.c] += static_cast<double>(gq[x.k * n + e]) * x.value;
     for (int c = 0; c < nv; ++c) {
@@ -158,10 +202,15 @@ void transition_tangent(Simulator& sim, const Buffers<S>& b, int32_t* status) {
       row[nv + c] = gv[c * n + e];
     }
     if (b.B)
-      for (int c = 0; c < nu; ++c) b.B[(static_cast<size_t>(e) * N + r) * nu + c] = gu[c * n + e];
+      for (int c = 0; c < nu; ++c) B.host()[(static_cast<size_t>(e) * N + r) * nu + c] = gu[c * n + e];
   };
-  adjoint_rows(sim, b, N, b.B != nullptr, seed, place, st.data());
-  for (int e = 0; e < n; ++e) status[e] |= st[e];
+  adjoint_rows(sim, b, N, b.B != nullptr, seed, place, st_adj.device());
+  A.to_device();
+  if (b.B) B.to_device();
+  st_fwd.to_host();
+  st_adj.to_host();
+  for (int e = 0; e < n; ++e) st_fwd.host()[e] |= st_adj.host()[e];
+  st_fwd.to_device();
 }
 
 template <class F>
@@ -242,13 +291,11 @@ void forward_dynamics_derivatives_tangent(const Model& model, const double* q, c
 
 void transition_jacobians(Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A, void* B,
                           int32_t* status) {
-  require_cpu(sim, "transition_jacobians");
   dispatch(sim, q_in, v_in, action, A, B, [&](const auto& b) { transition_raw(sim, b, status); });
 }
 
 void transition_jacobians_tangent(Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A,
                                   void* B, int32_t* status) {
-  require_cpu(sim, "transition_jacobians_tangent");
   dispatch(sim, q_in, v_in, action, A, B, [&](const auto& b) { transition_tangent(sim, b, status); });
 }
 

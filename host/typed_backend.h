@@ -14,22 +14,6 @@
 
 namespace moreau {
 
-// Where the buffers live: allocation and host <-> device copies.
-class Memory {
- public:
-  virtual ~Memory() = default;
-  virtual Device device() const = 0;
-  virtual int device_id() const { return 0; }
-  virtual void* alloc(size_t bytes) = 0;  // throws Error naming the bytes on failure
-  virtual void release(void* p) = 0;
-  virtual void upload(void* dst, const void* src, size_t bytes) = 0;
-  virtual void download(void* dst, const void* src, size_t bytes) = 0;
-  virtual void synchronize() {}
-  virtual void copy(void* dst, const void* src, size_t bytes) = 0;  // device to device
-  virtual void zero(void* dst, size_t bytes) = 0;
-  // Throws Error if `bytes` for `n_env` environments cannot fit (default: allocation decides).
-  virtual void check_capacity(size_t /*bytes*/, int /*n_env*/) {}
-};
 
 // Parameters of width 1 and their defaults (docs/contact.md for the contact ones).
 struct ScalarParam {
@@ -305,7 +289,7 @@ class TypedBackend : public Backend {
     return {static_cast<int>(c.mode), c.max_iterations, tolerance, c.speculative ? 1 : 0, substeps_};
   }
 
-  Memory& memory() { return *mem_; }
+  Memory& memory() override { return *mem_; }
 
  private:
   struct ParamBuffer {

@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#ifdef MOREAU_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 #include "moreau/derivatives.h"
 #include "moreau/dynamics.h"
 #include "moreau/simulator.h"
@@ -434,6 +438,61 @@ TEST(TransitionJacobians, Float32AgreesWithFloat64) {
   for (int32_t s : status) ASSERT_EQ(s, 0);
   EXPECT_NEAR_REL(Vec(Af.begin(), Af.end()), A, 1e-2, 1e-3, "float32 A");
   EXPECT_NEAR_REL(Vec(Bf.begin(), Bf.end()), B, 1e-2, 1e-3, "float32 B");
+}
+
+}  // namespace
+}  // namespace moreau
+
+namespace moreau {
+namespace {
+
+// On a CUDA simulator (rows as separate passes, seeds and assembly through the host) the
+// tangent transition Jacobians equal the CPU's in float32 (the Transition states, tiled to 512
+// environments).
+TEST(TransitionJacobians, CudaMatchesCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: moreau built without CUDA or no GPU present";
+#ifdef MOREAU_WITH_CUDA
+  Transition P(DType::Float32);
+  const int n = 512, nq = P.nq, nv = P.nv, nu = P.nu, N = 2 * nv;
+  std::vector<float> q(n * nq), v(n * nv), u(n * nu);  // field-major
+  for (int e = 0; e < n; ++e) {
+    for (int k = 0; k < nq; ++k) q[k * n + e] = static_cast<float>(P.q[k * P.n + e % P.n]);
+    for (int k = 0; k < nv; ++k) v[k * n + e] = static_cast<float>(P.v[k * P.n + e % P.n]);
+    for (int k = 0; k < nu; ++k) u[k * n + e] = static_cast<float>(P.u[k * P.n + e % P.n]);
+  }
+  auto jacobians = [&](Device device, std::vector<float>& A, std::vector<float>& B, std::vector<int32_t>& status) {
+    SimulatorOptions o = Transition::options(DType::Float32);
+    o.n_env = n;
+    o.n_threads = 0;
+    o.device = device;
+    Simulator sim(P.model, o);
+    A.assign(static_cast<size_t>(n) * N * N, 0.0f);
+    B.assign(static_cast<size_t>(n) * N * nu, 0.0f);
+    status.assign(n, -1);
+    if (device == Device::CPU) {
+      transition_jacobians_tangent(sim, q.data(), v.data(), u.data(), A.data(), B.data(), status.data());
+      return;
+    }
+    std::vector<void*> d(7);
+    const size_t bytes[7] = {q.size() * 4, v.size() * 4, u.size() * 4, A.size() * 4, B.size() * 4, n * 4u, 0};
+    for (int k = 0; k < 6; ++k) ASSERT_EQ(cudaMalloc(&d[k], bytes[k]), cudaSuccess);
+    cudaMemcpy(d[0], q.data(), bytes[0], cudaMemcpyHostToDevice);
+    cudaMemcpy(d[1], v.data(), bytes[1], cudaMemcpyHostToDevice);
+    cudaMemcpy(d[2], u.data(), bytes[2], cudaMemcpyHostToDevice);
+    transition_jacobians_tangent(sim, d[0], d[1], d[2], d[3], d[4], static_cast<int32_t*>(d[5]));
+    cudaMemcpy(A.data(), d[3], bytes[3], cudaMemcpyDeviceToHost);
+    cudaMemcpy(B.data(), d[4], bytes[4], cudaMemcpyDeviceToHost);
+    cudaMemcpy(status.data(), d[5], bytes[5], cudaMemcpyDeviceToHost);
+    for (int k = 0; k < 6; ++k) cudaFree(d[k]);
+  };
+  std::vector<float> Ac, Bc, Ag, Bg;
+  std::vector<int32_t> sc, sg;
+  jacobians(Device::CPU, Ac, Bc, sc);
+  jacobians(Device::CUDA, Ag, Bg, sg);
+  for (int e = 0; e < n; ++e) ASSERT_EQ(sg[e], sc[e]) << "status of environment " << e;
+  EXPECT_NEAR_REL(Vec(Ag.begin(), Ag.end()), Vec(Ac.begin(), Ac.end()), 1e-3, 1e-3, "A CUDA vs CPU");
+  EXPECT_NEAR_REL(Vec(Bg.begin(), Bg.end()), Vec(Bc.begin(), Bc.end()), 1e-3, 1e-3, "B CUDA vs CPU");
+#endif
 }
 
 }  // namespace

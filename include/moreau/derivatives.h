@@ -48,10 +48,10 @@ void forward_dynamics_derivatives_tangent(const Model& model, const double* q, c
 // environment-major blocks, each row-major: A[e][r][c] at e N² + r N + c, B[e][r][c] at
 // e N nu + r nu + c. q_in, v_in, action are laid out like Simulator's buffers (element k of
 // environment e at k n_env + e). All buffers on the simulator's device in its dtype; B may be
-// null; status (n_env, int32) is the OR of the statuses of the adjoint calls (rows of an
-// environment with a status are not meaningful). Computed by N calls of step_adjoint with unit
-// adjoints (one row of every environment per call). CPU simulators only for now: throws Error
-// on CUDA.
+// null; status (n_env, int32) is the OR of the statuses of the adjoint rows (rows of an
+// environment with a status are not meaningful). Computed by one step_adjoint_rows call with the
+// N unit adjoints as rows (one recompute of the step per environment on the CPU; one per row on
+// CUDA), the seeds and the assembly of A and B on the host.
 void transition_jacobians(Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A, void* B,
                           int32_t* status);
 

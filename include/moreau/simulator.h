@@ -182,6 +182,7 @@ class Simulator {
   void synchronize();
 
  private:
+  friend struct SimulatorAccess;
   std::unique_ptr<Backend> backend_;
 };
 
