@@ -270,6 +270,26 @@ class Simulator:
         self._sim.step_pure(q, v, action, q_out, v_out, status)
         return q_out, v_out, status
 
+    def transition_jacobians(self, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor, *, tangent: bool = True,
+                             with_B: bool = True):
+        """Analytic Jacobians of one control step at (q, v, action) for every environment:
+        A = d(x_out)/d(x_in) (n_env, N, N) and B = d(x_out)/d(action) (n_env, N, nu), with
+        x = (dq, v) in the tangent space (N = 2 nv, like MuJoCo's mjd_transitionFD; dq_out =
+        q_out (-) q_out_nominal) when ``tangent``, else the raw (q, v) (N = nq + nv). Returns
+        (A, B or None, status (n_env, 1)); a non-zero status marks an environment whose rows are not
+        meaningful. One recompute of the step and N adjoint sweeps per environment
+        (docs/gradients.md)."""
+        fn = "Simulator.transition_jacobians"
+        q = self._input(fn, "q", q, self.nq)
+        v = self._input(fn, "v", v, self.nv)
+        action = self._input(fn, "action", action, self.nu)
+        N = 2 * self.nv if tangent else self.nq + self.nv
+        A = torch.empty((self.n_env, N, N), dtype=self._dtype, device=self._device)
+        B = torch.empty((self.n_env, N, self.nu), dtype=self._dtype, device=self._device) if with_B else None
+        status = self._new(1, torch.int32)
+        self._sim.transition_jacobians(q, v, action, A, B, status, tangent)
+        return A, B, status
+
     def rollout(self, actions: torch.Tensor) -> None:
         """Recorded rollout (moreau::Simulator::rollout) of H = len(actions) steps from the
         current state; actions (H, n_env, nu). Leaves the simulator at the final state."""

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "moreau/derivatives.h"
 #include "moreau/import.h"
 #include "moreau/model.h"
 #include "moreau/simulator.h"
@@ -94,6 +95,7 @@ struct Expect {
   Device device;
   int device_id;
   std::vector<int64_t> shape, strides;
+  const char* layout = "field-major: element k of environment e at k * n_env + e";
 };
 
 std::string tuple_str(const std::vector<int64_t>& v) {
@@ -121,8 +123,7 @@ void* checked(const Array& a, const Expect& e) {
   // Strides only matter along dimensions longer than 1.
   for (size_t i = 0; i < e.strides.size(); ++i)
     if (e.shape[i] > 1 && a.stride(i) != e.strides[i])
-      fail(e, "layout", "strides " + tuple_str(e.strides) + " (field-major: element k of environment e at k * n_env + e)",
-           "strides " + strides_str(a));
+      fail(e, "layout", "strides " + tuple_str(e.strides) + " (" + e.layout + ")", "strides " + strides_str(a));
   if (!a.data() && a.size() > 0) fail(e, "data", "a buffer", "a null pointer");
   return a.data();
 }
@@ -145,6 +146,13 @@ class PySimulator {
     const SimulatorOptions& o = sim_.options();
     const int64_t n = o.n_env;
     return Expect{fn, arg, o.dtype, o.device, o.cuda_device, {steps, n, width}, {n * width, 1, n}};
+  }
+  // (n_env, rows, cols), contiguous: one row-major matrix per environment.
+  Expect matrices(const char* fn, const char* arg, int rows, int cols) {
+    const SimulatorOptions& o = sim_.options();
+    Expect e{fn, arg, o.dtype, o.device, o.cuda_device, {o.n_env, rows, cols}, {int64_t{rows} * cols, cols, 1}};
+    e.layout = "contiguous: one row-major matrix per environment";
+    return e;
   }
   void* optional(const nb::object& obj, const Expect& e) {
     if (obj.is_none()) return nullptr;
@@ -429,6 +437,27 @@ NB_MODULE(_moreau, m) {
           "status"_a, "grad_kp"_a = nb::none(), "grad_kd"_a = nb::none(), "grad_added_base_mass"_a = nb::none(),
           "grad_friction"_a = nb::none(), "grad_contact_kn"_a = nb::none(), "grad_smooth_k"_a = nb::none(),
           "accumulate"_a = false)
+      .def(
+          "transition_jacobians",
+          [](PS& s, const Array& q, const Array& v, const Array& action, const Array& A, const nb::object& B,
+             const Array& status, bool tangent) {
+            const Model& md = s.sim().model();
+            const char* fn = "transition_jacobians";
+            const int N = tangent ? 2 * md.nv : md.nq + md.nv;
+            const void* pq = checked(q, s.field(fn, "q", md.nq));
+            const void* pv = checked(v, s.field(fn, "v", md.nv));
+            const void* pu = checked(action, s.field(fn, "action", md.nu));
+            void* pA = checked(A, s.matrices(fn, "A", N, N));
+            void* pB = s.optional(B, s.matrices(fn, "B", N, md.nu));
+            auto* pst = static_cast<int32_t*>(checked(status, s.field(fn, "status", 1, DType::Int32)));
+            nb::gil_scoped_release release;
+            if (tangent) {
+              transition_jacobians_tangent(s.sim(), pq, pv, pu, pA, pB, pst);
+            } else {
+              transition_jacobians(s.sim(), pq, pv, pu, pA, pB, pst);
+            }
+          },
+          "q"_a, "v"_a, "action"_a, "A"_a, "B"_a, "status"_a, "tangent"_a = true)
       .def(
           "rollout",
           [](PS& s, int horizon, const Array& actions) {

@@ -156,3 +156,47 @@ def test_cuda_step_matches_cpu(gen):
     (q2.sum() + v2.sum()).backward()
     torch.testing.assert_close(ai.grad.cpu(), acpu.grad, rtol=1e-2, atol=1e-2)
     torch.testing.assert_close(qi.grad.cpu(), qcpu.grad, rtol=1e-2, atol=1e-2)
+
+
+def test_transition_jacobians_match_finite_differences_and_the_adjoint(gen):
+    """Simulator.transition_jacobians (tangent): the velocity blocks of A and B against central
+    differences of step_pure, and wᵀ A, wᵀ B against one step_adjoint with weights w."""
+    sim = anymal("hard", **TIGHT)
+    q, v, a = airborne_anymal(sim, gen)
+    A, B, status = sim.transition_jacobians(q, v, a)
+    assert A.shape == (2, 2 * sim.nv, 2 * sim.nv) and B.shape == (2, 2 * sim.nv, sim.nu)
+    assert (status == 0).all()
+    nv, eps = sim.nv, 1e-6
+    for k in (0, 4, 9, nv - 1):  # columns of dv_out/dv_in
+        vp, vm = v.clone(), v.clone()
+        vp[:, k] += eps
+        vm[:, k] -= eps
+        fd = (sim.step_pure(q, vp, a)[1] - sim.step_pure(q, vm, a)[1]) / (2 * eps)
+        torch.testing.assert_close(A[:, nv:, nv + k], fd, rtol=1e-5, atol=1e-6)
+    for k in (0, 7):  # columns of dv_out/daction
+        ap, am = a.clone(), a.clone()
+        ap[:, k] += eps
+        am[:, k] -= eps
+        fd = (sim.step_pure(q, v, ap)[1] - sim.step_pure(q, v, am)[1]) / (2 * eps)
+        torch.testing.assert_close(B[:, nv:, k], fd, rtol=1e-5, atol=1e-6)
+        assert fd.abs().max() > 1e-3
+    # the v rows of the Jacobians are adjoints with unit weights on v_out
+    wv = torch.randn(2, nv, generator=gen, dtype=torch.float64)
+    adj = _adjoint_v_action(sim, q, v, a, torch.zeros(2, sim.nq, dtype=torch.float64), wv)
+    torch.testing.assert_close(torch.einsum("er,erc->ec", wv, A[:, nv:, nv:]), adj["v"], rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(torch.einsum("er,erc->ec", wv, B[:, nv:, :]), adj["action"], rtol=1e-9, atol=1e-9)
+
+
+def _adjoint_v_action(sim, q, v, a, wq, wv):
+    """∂⟨(wq, wv), (q_out, v_out)⟩/∂(v, action) through moreau.torch.step."""
+    vv, aa = v.clone().requires_grad_(), a.clone().requires_grad_()
+    q1, v1 = mt.step(sim, q, vv, aa)
+    ((q1 * wq).sum() + (v1 * wv).sum()).backward()
+    return {"v": vv.grad, "action": aa.grad}
+
+
+def test_transition_jacobians_reject_bad_inputs(gen):
+    sim = anymal("none")
+    q, v, a = airborne_anymal(sim, gen)
+    with pytest.raises(moreau.TensorError, match="argument 'action'.*dtype"):
+        sim.transition_jacobians(q, v, a.float())
