@@ -408,10 +408,11 @@ void print_energy(const char* what, const EnergyRun& r, double tolerance) {
 // M (g h)²/8 on top of the step's own free-flight error, plus the solver's stopping slack
 // (tolerance [m/s] · M · 1 m/s).
 //
-// Solver settings: at the default (1e-6 m/s, 500 sweeps) the hard solve hits its cap on most of
-// these cube throws and passive ANYmal throws, which freezes the environment (see
-// Solver.DISABLED_HardConvergesOn* below). To keep the check covering the contact phases it
-// runs with a looser stop and more sweeps; the slack term accounts for it.
+// Solver settings: at the default (1e-6 m/s, 500 sweeps) the hard solve hits its cap on many of
+// these cube throws and passive ANYmal throws (kStatusSolverNotConverged, a warning: see
+// Solver.*KeepStepping below), and a capped solve's last iterate is what the energy check would
+// then measure. To keep the check on converged contact phases it runs with a looser stop and
+// more sweeps; the slack term accounts for it.
 constexpr double kEnergySolverTolerance = 1e-4;
 constexpr int kEnergySolverIterations = 2000;
 
