@@ -186,8 +186,9 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 }
 
 // The adjoint's part of a recorded step that does not depend on the seed: a = Δv/h and the RNEA
-// quantities at (q_M, v, a) in the step's ws (free_velocity left them at (q_M, v, 0)), for hard_smooth_grad the smooth model's solve at
-// the same inputs in its cs (a straight-through gradient), and the contact adjoint's own part.
+// quantities at (q_M, v, a) in the step's ws (free_velocity left them at (q_M, v, 0)); for
+// hard_smooth_grad the smooth model's solve at the same inputs in its cs (a straight-through
+// gradient); and the contact adjoint's own part.
 template <class S>
 MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
                          AdjTape<S>& at) {

@@ -142,6 +142,7 @@ def main(argv=None) -> int:
     p.add_argument("--plot", default=None, help="PNG path (locomotion); default <checkpoint>_<contact>.png")
     p.add_argument("--json", action="store_true", help="print the metrics as JSON")
     p.add_argument("--torch-threads", type=int, default=1)
+    p.add_argument("--sim-threads", type=int, default=0, help="simulator CPU worker threads (0 = all cores)")
     a = p.parse_args(argv)
     if a.torch_threads > 0 and a.device == "cpu":
         torch.set_num_threads(a.torch_threads)
@@ -149,7 +150,7 @@ def main(argv=None) -> int:
     policy = load_policy(a.checkpoint, device=a.device)
     task = a.task or policy.meta["env"].get("task") or "cartpole"
     contact = a.contact or ("hard" if task == "locomotion" else None)
-    env = make_env(task, a.num_envs, contact=contact, device=a.device, seed=a.seed)
+    env = make_env(task, a.num_envs, contact=contact, device=a.device, seed=a.seed, n_threads=a.sim_threads)
     if env.num_obs != policy.meta["env"]["num_obs"] or env.num_actions != policy.meta["env"]["num_actions"]:
         raise SystemExit(f"moreau.evaluate: the checkpoint's policy has {policy.meta['env']['num_obs']} observations "
                          f"and {policy.meta['env']['num_actions']} actions; task {task} has {env.num_obs} and "

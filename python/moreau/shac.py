@@ -521,12 +521,14 @@ def main(argv=None) -> int:
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch intra-op threads on the CPU (default 1: the networks are small, and with more threads "
                         "a busy machine makes torch's thread pool spin; 0 = torch's default)")
+    p.add_argument("--sim-threads", type=int, default=0,
+                   help="simulator CPU worker threads (default 0 = all cores; 1 on a shared machine)")
     a = p.parse_args(argv)
     if a.torch_threads > 0 and torch.device(a.device).type == "cpu":
         torch.set_num_threads(a.torch_threads)
 
     num_envs = a.num_envs or (64 if a.task == "cartpole" else 1024)
-    env = make_env(a.task, num_envs, contact=a.contact, device=a.device, seed=a.seed)
+    env = make_env(a.task, num_envs, contact=a.contact, device=a.device, seed=a.seed, n_threads=a.sim_threads)
     cfg = SHACConfig(**TASK_DEFAULTS.get(a.task, {}))
     cfg.horizon, cfg.iterations, cfg.seed, cfg.save_interval = a.horizon, a.iterations, a.seed, a.save_interval
     for name in ("actor_lr", "critic_lr", "action_noise"):
