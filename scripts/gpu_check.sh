@@ -11,6 +11,8 @@ mkdir -p "$OUT"
 deps=/opt/moreau-deps
 mkdir -p "$deps"
 for f in .gpu/debs/*.deb; do dpkg -x "$f" "$deps"; done
+# MuJoCo's CMake package names this absolute include directory; CMake refuses a missing one
+mkdir -p /usr/include/libqhull_r
 export CMAKE_PREFIX_PATH=$deps/usr
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH=/usr/local/cuda/bin:$PATH
