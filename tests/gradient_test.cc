@@ -584,10 +584,18 @@ TEST(StepGradient, FewerTapesGiveTheSameGradientsBitForBit) {
 }
 
 // step_adjoint_rows: 45 seeds at once (more than one pass takes, so in two blocks) give
-// bit for bit what 45 step_adjoint calls give.
+// bit for bit what 45 step_adjoint calls give, with per-environment gains and friction (11
+// environments: the CPU runs rows in groups of 8, so the second group starts at 8).
 TEST(StepGradient, AdjointRowsEqualSeparateAdjoints) {
-  const int n = 3, rows = 45;
+  const int n = 11, rows = 45;
   Problem P("anymal_c.json", n, ContactMode::Hard, 44, 0.0);
+  Vec gains(n * P.model.nu), friction(n);  // row-major (n x width)
+  for (int e = 0; e < n; ++e) {
+    for (int a = 0; a < P.model.nu; ++a) gains[e * P.model.nu + a] = 60 + 3 * e + a;
+    friction[e] = 0.4 + 0.05 * e;
+  }
+  P.sim.set_param("kp", gains.data(), n, P.model.nu);
+  P.sim.set_param("friction", friction.data(), n, 1);
   P.sim.step(30);
   P.sim.get_state(P.in.q.data(), P.in.v.data(), n);
   const size_t sq = n * P.model.nq, sv = n * P.model.nv, su = n * P.model.nu;
