@@ -169,12 +169,21 @@ TEST(Kinematics, BodyPosesMatchMujoco) {
 namespace moreau {
 namespace {
 
+// An asset packed in double for the kernels.
+struct KernelModel {
+  Model model;
+  PackedModel<double> packed;
+  kern::ModelView<double> m;
+  explicit KernelModel(const char* name)
+      : model(load_model(asset(name))), packed(model), m(packed.view(packed.reals.data(), packed.ints.data())) {}
+};
+
 // adj_crba (and adj_transform_t inside it) against central differences of ⟨H̄, H(q)⟩ for a
 // random full H̄, on ANYmal C at random configurations, and the added-base-mass gradient.
 TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
-  const Model model = load_model(asset("anymal_c.json"));
-  PackedModel<double> packed(model);
-  const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
+  const KernelModel km("anymal_c.json");
+  const Model& model = km.model;
+  const kern::ModelView<double>& m = km.m;
   std::mt19937 rng(17);
   std::normal_distribution<double> normal(0, 1);
   const int nv = model.nv, nq = model.nq;
@@ -223,14 +232,12 @@ TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
 namespace moreau {
 namespace {
 
-// The cube's corners: at height z with identity orientation the lowest is z − 0.05; tilted by
-// 45° about x the lowest edge is z − 0.05·√2.
 // rnea at (q, v, 0) then rnea_add_acceleration(a) leaves what rnea at (q, v, a) leaves (the
 // adjoint's setup relies on it).
 TEST(DynamicsAdjoint, AddingAnAccelerationEqualsRneaWithIt) {
-  const Model model = load_model(asset("anymal_c.json"));
-  PackedModel<double> packed(model);
-  const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
+  const KernelModel km("anymal_c.json");
+  const Model& model = km.model;
+  const kern::ModelView<double>& m = km.m;
   std::mt19937 rng(23);
   std::normal_distribution<double> normal(0, 1);
   std::vector<double> q(model.nq), v(model.nv), a(model.nv), tau(model.nv);
@@ -259,6 +266,8 @@ TEST(DynamicsAdjoint, AddingAnAccelerationEqualsRneaWithIt) {
   }
 }
 
+// The cube's corners: at height z with identity orientation the lowest is z − 0.05; tilted by
+// 45° about x the lowest edge is z − 0.05·√2.
 TEST(Kinematics, ContactGapsOfTheCube) {
   const Model model = load_model(asset("cube.json"));
   std::vector<double> q = model.qpos0, gaps(model.ncon);
