@@ -24,6 +24,7 @@ namespace moreau {
 namespace {
 
 using test::asset;
+using test::central;
 using Vec = std::vector<double>;
 
 // Hamilton product r = a b, (w, x, y, z)
@@ -86,18 +87,6 @@ Vec minus(const Model& m, const Vec& qb, const Vec& qa_) {
   return d;
 }
 
-// Central difference of the vector function f along one coordinate x.
-Vec central(const std::function<Vec()>& f, double& x, double eps) {
-  const double x0 = x;
-  x = x0 + eps;
-  const Vec fp = f();
-  x = x0 - eps;
-  const Vec fm = f();
-  x = x0;
-  Vec d(fp.size());
-  for (size_t i = 0; i < d.size(); ++i) d[i] = (fp[i] - fm[i]) / (2 * eps);
-  return d;
-}
 
 // Column c of a row-major (rows x cols) matrix.
 Vec column(const Vec& M, int rows, int cols, int c) {

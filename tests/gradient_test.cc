@@ -17,6 +17,7 @@ namespace moreau {
 namespace {
 
 using test::asset;
+using test::central;
 using Vec = std::vector<double>;
 
 // Field-major (k * n + e) buffers of one batch, on the CPU in double.
@@ -105,16 +106,6 @@ struct Problem {
   }
 };
 
-// Central difference of f along one coordinate of x.
-double central(const std::function<double()>& f, double& x, double eps) {
-  const double x0 = x;
-  x = x0 + eps;
-  const double fp = f();
-  x = x0 - eps;
-  const double fm = f();
-  x = x0;
-  return (fp - fm) / (2 * eps);
-}
 
 // Relative error ≤ tol per entry, with an absolute floor of 1e-3 of the largest entry of the
 // same gradient (central differences lose ~1e-10 absolute to round-off and solver tolerance).

@@ -77,4 +77,26 @@ std::string asset(const std::string& name) { return std::string(MOREAU_ASSETS_DI
 
 std::string refdata(const std::string& path) { return std::string(MOREAU_REFDATA_DIR "/") + path; }
 
+double central(const std::function<double()>& f, double& x, double eps) {
+  const double x0 = x;
+  x = x0 + eps;
+  const double fp = f();
+  x = x0 - eps;
+  const double fm = f();
+  x = x0;
+  return (fp - fm) / (2 * eps);
+}
+
+std::vector<double> central(const std::function<std::vector<double>()>& f, double& x, double eps) {
+  const double x0 = x;
+  x = x0 + eps;
+  const std::vector<double> fp = f();
+  x = x0 - eps;
+  const std::vector<double> fm = f();
+  x = x0;
+  std::vector<double> d(fp.size());
+  for (size_t i = 0; i < d.size(); ++i) d[i] = (fp[i] - fm[i]) / (2 * eps);
+  return d;
+}
+
 }  // namespace moreau::test

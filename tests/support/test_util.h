@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ inline ::testing::AssertionResult near_rel(const std::vector<double>& a,
 // EXPECT_NEAR_REL(a, b, [n,] rel, abs_floor, what): pointers with n, or vectors.
 #define EXPECT_NEAR_REL(...) EXPECT_TRUE(::moreau::test::near_rel(__VA_ARGS__))
 #define ASSERT_NEAR_REL(...) ASSERT_TRUE(::moreau::test::near_rel(__VA_ARGS__))
+
+// Central differences (f(x + ε) − f(x − ε)) / 2ε along the one input coordinate x that f reads
+// (x is restored afterwards), of a scalar or a vector f.
+double central(const std::function<double()>& f, double& x, double eps);
+std::vector<double> central(const std::function<std::vector<double>()>& f, double& x, double eps);
 
 // MOREAU_ASSETS_DIR "/robots/" + name
 std::string asset(const std::string& name);
