@@ -66,6 +66,8 @@ class Simulator:
             ``substeps`` override its fields.
         n_threads: CPU worker threads (0 = all).
         timestep, decimation: 0 = the model's.
+        adjoint_tapes: physics steps whose intermediates the CPU adjoint keeps (0 = all of a
+            control step's; fewer trade memory for recomputation; docs/gradients.md).
         cuda_stream: a ``torch.cuda.Stream`` or a raw ``cudaStream_t`` (int) that the simulator
             launches on; default: torch's current stream on that device at construction, so
             that torch work and simulator work are ordered without synchronisation.
@@ -82,7 +84,7 @@ class Simulator:
     def __init__(self, model, n_env: int = 1, device="cpu", dtype=torch.float32, *, contact=None,
                  tolerance: Optional[float] = None, max_iterations: Optional[int] = None,
                  speculative: Optional[bool] = None, substeps: Optional[int] = None, n_threads: int = 0,
-                 timestep: float = 0.0, decimation: int = 0, cuda_stream=None):
+                 timestep: float = 0.0, decimation: int = 0, adjoint_tapes: int = 0, cuda_stream=None):
         model = load(model)
         dev = torch.device(device)
         if dev.type not in ("cpu", "cuda"):
@@ -93,6 +95,7 @@ class Simulator:
         o.n_threads = int(n_threads)
         o.timestep = float(timestep)
         o.decimation = int(decimation)
+        o.adjoint_tapes = int(adjoint_tapes)
         if isinstance(contact, ContactOptions):
             c = contact
         else:

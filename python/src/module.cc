@@ -354,6 +354,7 @@ NB_MODULE(_moreau, m) {
           [](SimulatorOptions& o, uintptr_t s) { o.cuda_stream = reinterpret_cast<void*>(s); })
       .def_rw("timestep", &SimulatorOptions::timestep)
       .def_rw("decimation", &SimulatorOptions::decimation)
+      .def_rw("adjoint_tapes", &SimulatorOptions::adjoint_tapes)
       .def_rw("contact", &SimulatorOptions::contact);
 
   // ---- Simulator -------------------------------------------------------------------------
