@@ -105,6 +105,7 @@ def test_reward_terms_on_hand_built_state(env):
     assert t["ang_vel_xy"][0].item() == pytest.approx(0.05, rel=1e-5)
     assert t["orientation"][0].item() == pytest.approx(0.0, abs=1e-10)
     assert t["orientation"][1].item() == pytest.approx(math.sin(0.3) ** 2, rel=1e-5)
+    assert t["base_height"][0].item() == pytest.approx((env.q0[2].item() - 0.5) ** 2, rel=1e-5)
     assert t["action_rate"][0].item() == pytest.approx(1.0 + 0.25)
     assert t["action_rate"][1].item() == pytest.approx(1.0 + 1.0 + 0.25)
     # τ = 80 (target − q) − 2 q̇: joint 0: 80 (0.5 − 0.1) − 2 = 30; others: 80 (−0.1) − 2 = −10;

@@ -22,6 +22,8 @@ Reward (per control step, each term · its weight · dt, legged_gym's flat ANYma
 default; ``reward_weights``): ``tracking_lin_vel`` exp(−|cmd_xy − v_xy|² / σ),
 ``tracking_ang_vel`` exp(−(cmd_ωz − ω_z)² / σ) (base frame, σ = ``tracking_sigma``),
 ``lin_vel_z`` v_z², ``ang_vel_xy`` ω_x² + ω_y², ``orientation`` |g_xy|² (projected gravity),
+``base_height`` (z − ``base_height_target``)² (weight 0 by default, as in legged_gym's flat
+ANYmal: a differentiable stand-in for the fall that ``termination`` penalises without a gradient),
 ``action_rate`` |a − a_prev|², ``torques`` |τ|² with τ = clip(kp (target − q_j) − kd q̇_j, ±80)
 computed from the state before the step (the torque of the step's first physics substep),
 ``dof_acc`` |(q̇_j' − q̇_j) / dt|², and ``termination`` (1 on a failure, not on a time-out).
@@ -63,14 +65,15 @@ from .base import DiffEnv
 
 __all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS"]
 
-REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "action_rate",
-                "torques", "dof_acc", "termination")
+REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height",
+                "action_rate", "torques", "dof_acc", "termination")
 
 
 def _default_weights() -> Dict[str, float]:
     # legged_gym LeggedRobotCfg.rewards.scales with AnymalCFlatCfg's orientation and torques.
     return {"tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
-            "orientation": -5.0, "action_rate": -0.01, "torques": -2.5e-5, "dof_acc": -2.5e-7, "termination": 0.0}
+            "orientation": -5.0, "base_height": 0.0, "action_rate": -0.01, "torques": -2.5e-5, "dof_acc": -2.5e-7,
+            "termination": 0.0}
 
 
 def _default_obs_scales() -> Dict[str, float]:
@@ -99,6 +102,7 @@ class LocomotionConfig:
     # rewards
     reward_weights: Dict[str, float] = field(default_factory=_default_weights)
     tracking_sigma: float = 0.25
+    base_height_target: float = 0.5             # [m], for the base_height term
     scale_rewards_by_dt: bool = True
     only_positive_rewards: bool = False         # legged_gym clips the total at 0 (kills gradients there)
     # observations
@@ -302,6 +306,7 @@ class Locomotion(DiffEnv):
             "lin_vel_z": lin[:, 2] ** 2,
             "ang_vel_xy": (ang[:, :2] ** 2).sum(1),
             "orientation": (grav[:, :2] ** 2).sum(1),
+            "base_height": (q_next[:, 2] - self.cfg.base_height_target) ** 2,
             "action_rate": ((actions - last_actions) ** 2).sum(1),
             "torques": (self.torques(q, v, actions) ** 2).sum(1),
             "dof_acc": (((v_next[:, 6:] - v[:, 6:]) / self.dt) ** 2).sum(1),
