@@ -275,6 +275,30 @@ struct Transition {
     for (int k = 0; k < nq; ++k) out[k] = qf[k * n + e];
     return out;
   }
+  // Central differences, column by column, of the Jacobians M (n_env blocks of rows x cols):
+  // perturb(c, h) steps every environment with input coordinate c moved by h and returns the
+  // concatenated outputs; coords(out, e) gives environment e's output coordinates (rows).
+  void expect_columns(const Vec& M, int rows, int cols, const std::function<Vec(int, double)>& perturb,
+                      const std::function<Vec(const Vec&, int)>& coords, const std::string& name) const {
+    const double eps = 1e-6;
+    for (int c = 0; c < cols; ++c) {
+      const Vec fp = perturb(c, eps), fm = perturb(c, -eps);
+      for (int e = 0; e < n; ++e) {
+        const Vec dp = coords(fp, e), dm = coords(fm, e);
+        Vec fd(rows);
+        for (int i = 0; i < rows; ++i) fd[i] = (dp[i] - dm[i]) / (2 * eps);
+        const Vec Me(M.begin() + e * rows * cols, M.begin() + (e + 1) * rows * cols);
+        EXPECT_NEAR_REL(column(Me, rows, cols, c), fd, 1e-5, 1e-7,
+                        name + "[" + std::to_string(e) + "] column " + std::to_string(c));
+      }
+    }
+  }
+  // the action of every environment with component c moved by h
+  Vec step_action(int c, double h) {
+    Vec ui = u;
+    for (int e = 0; e < n; ++e) ui[c * n + e] += h;
+    return step(q, v, ui);
+  }
 };
 
 TEST(TransitionJacobians, MatchFiniteDifferencesOfStepPure) {
@@ -284,38 +308,15 @@ TEST(TransitionJacobians, MatchFiniteDifferencesOfStepPure) {
   std::vector<int32_t> status(n, -1);
   transition_jacobians(P.sim, P.q.data(), P.v.data(), P.u.data(), A.data(), B.data(), status.data());
   for (int32_t s : status) ASSERT_EQ(s, 0);
-  const double eps = 1e-6;
   // perturbing coordinate c of every environment at once gives column c of each A[e]
-  for (int c = 0; c < N; ++c) {
-    auto perturb = [&](double h) {
-      Vec qi = P.q, vi = P.v;
-      for (int e = 0; e < n; ++e) (c < nq ? qi[c * n + e] : vi[(c - nq) * n + e]) += h;
-      return P.step(qi, vi, P.u);
-    };
-    const Vec fp = perturb(eps), fm = perturb(-eps);
-    Vec d(fp.size());
-    for (size_t i = 0; i < d.size(); ++i) d[i] = (fp[i] - fm[i]) / (2 * eps);
-    for (int e = 0; e < n; ++e) {
-      const Vec Ae(A.begin() + e * N * N, A.begin() + (e + 1) * N * N);
-      EXPECT_NEAR_REL(column(Ae, N, N, c), P.env_state(d, e), 1e-5, 1e-7,
-                      "A[" + std::to_string(e) + "] column " + std::to_string(c));
-    }
-  }
-  for (int c = 0; c < nu; ++c) {
-    auto perturb = [&](double h) {
-      Vec ui = P.u;
-      for (int e = 0; e < n; ++e) ui[c * n + e] += h;
-      return P.step(P.q, P.v, ui);
-    };
-    const Vec fp = perturb(eps), fm = perturb(-eps);
-    Vec d(fp.size());
-    for (size_t i = 0; i < d.size(); ++i) d[i] = (fp[i] - fm[i]) / (2 * eps);
-    for (int e = 0; e < n; ++e) {
-      const Vec Be(B.begin() + e * N * nu, B.begin() + (e + 1) * N * nu);
-      EXPECT_NEAR_REL(column(Be, N, nu, c), P.env_state(d, e), 1e-5, 1e-7,
-                      "B[" + std::to_string(e) + "] column " + std::to_string(c));
-    }
-  }
+  auto state = [&](int c, double h) {
+    Vec qi = P.q, vi = P.v;
+    for (int e = 0; e < n; ++e) (c < nq ? qi[c * n + e] : vi[(c - nq) * n + e]) += h;
+    return P.step(qi, vi, P.u);
+  };
+  auto raw = [&](const Vec& out, int e) { return P.env_state(out, e); };
+  P.expect_columns(A, N, N, state, raw, "A");
+  P.expect_columns(B, N, nu, [&](int c, double h) { return P.step_action(c, h); }, raw, "B");
   EXPECT_GT(norm2(A), 0);
   EXPECT_GT(norm2(B), 0);
 }
@@ -370,48 +371,22 @@ TEST(TransitionJacobians, TangentMatchesManifoldFiniteDifferences) {
     for (int k = 0; k < nv; ++k) d.push_back(x[nq + k] - x0[nq + k]);
     return d;
   };
-  const double eps = 1e-6;
-  for (int c = 0; c < N; ++c) {
-    auto perturb = [&](double h) {
-      Vec qi = P.q, vi = P.v;
-      for (int e = 0; e < n; ++e) {
-        if (c < nv) {
-          Vec d(nv, 0.0);
-          d[c] = h;
-          const Vec qe = plus(P.model, P.env_q(P.q, e), d.data());
-          for (int k = 0; k < nq; ++k) qi[k * n + e] = qe[k];
-        } else {
-          vi[(c - nv) * n + e] += h;
-        }
+  auto state = [&](int c, double h) {
+    Vec qi = P.q, vi = P.v;
+    for (int e = 0; e < n; ++e) {
+      if (c < nv) {
+        Vec d(nv, 0.0);
+        d[c] = h;
+        const Vec qe = plus(P.model, P.env_q(P.q, e), d.data());
+        for (int k = 0; k < nq; ++k) qi[k * n + e] = qe[k];
+      } else {
+        vi[(c - nv) * n + e] += h;
       }
-      return P.step(qi, vi, P.u);
-    };
-    const Vec fp = perturb(eps), fm = perturb(-eps);
-    for (int e = 0; e < n; ++e) {
-      const Vec dp = diff(fp, e), dm = diff(fm, e);
-      Vec fd(N);
-      for (int i = 0; i < N; ++i) fd[i] = (dp[i] - dm[i]) / (2 * eps);
-      const Vec Ae(A.begin() + e * N * N, A.begin() + (e + 1) * N * N);
-      EXPECT_NEAR_REL(column(Ae, N, N, c), fd, 1e-5, 1e-7,
-                      "tangent A[" + std::to_string(e) + "] column " + std::to_string(c));
     }
-  }
-  for (int c = 0; c < nu; ++c) {
-    auto perturb = [&](double h) {
-      Vec ui = P.u;
-      for (int e = 0; e < n; ++e) ui[c * n + e] += h;
-      return P.step(P.q, P.v, ui);
-    };
-    const Vec fp = perturb(eps), fm = perturb(-eps);
-    for (int e = 0; e < n; ++e) {
-      const Vec dp = diff(fp, e), dm = diff(fm, e);
-      Vec fd(N);
-      for (int i = 0; i < N; ++i) fd[i] = (dp[i] - dm[i]) / (2 * eps);
-      const Vec Be(B.begin() + e * N * nu, B.begin() + (e + 1) * N * nu);
-      EXPECT_NEAR_REL(column(Be, N, nu, c), fd, 1e-5, 1e-7,
-                      "tangent B[" + std::to_string(e) + "] column " + std::to_string(c));
-    }
-  }
+    return P.step(qi, vi, P.u);
+  };
+  P.expect_columns(A, N, N, state, diff, "tangent A");
+  P.expect_columns(B, N, nu, [&](int c, double h) { return P.step_action(c, h); }, diff, "tangent B");
 }
 
 // Float32 simulators give the same Jacobians to float precision.
