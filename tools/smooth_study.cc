@@ -29,6 +29,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moreau/dynamics.h"
@@ -104,6 +105,20 @@ State read(const Simulator& sim, const Model& m) {
   return s;
 }
 
+// The states (q, v) run for `steps` control steps on hard contact (one environment per state)
+// and on smooth contact (each state once per (k, g_max) combination: set_grid).
+std::pair<State, State> hard_and_smooth(const Model& m, const std::vector<double>& q, const std::vector<double>& v,
+                                        int steps) {
+  const int n = static_cast<int>(q.size() / m.nq);
+  Simulator hard(m, options(ContactMode::Hard, n)), smooth(m, options(ContactMode::Smooth, n_combos() * n));
+  set_grid(smooth, n);
+  set_states(hard, m, q, v, 1);
+  set_states(smooth, m, q, v, 1);
+  hard.step(steps);
+  smooth.step(steps);
+  return {read(hard, m), read(smooth, m)};
+}
+
 // Prints a k x g_max table of values[c] (c = combination), with a hard reference line.
 void table(const char* title, const char* unit, const std::vector<double>& values, double hard, const char* fmt,
            const std::string& study, const std::string& metric) {
@@ -138,7 +153,10 @@ void cube_throws(const Model& m, int n, uint32_t seed, std::vector<double>& q, s
     double* qe = q.data() + static_cast<size_t>(e) * m.nq;
     double* ve = v.data() + static_cast<size_t>(e) * m.nv;
     double n2 = 0;
-    for (int i = 0; i < 4; ++i) n2 += (qe[3 + i] = normal(rng)) * qe[3 + i];
+    for (int i = 0; i < 4; ++i) {
+      qe[3 + i] = normal(rng);
+      n2 += qe[3 + i] * qe[3 + i];
+    }
     for (int i = 0; i < 4; ++i) qe[3 + i] /= std::sqrt(n2);
     qe[2] = height(rng) - lowest_gap(m, qe);
     for (int k = 0; k < 3; ++k) ve[k] = 3 * u(rng);
@@ -183,13 +201,7 @@ void study_rest() {
   const Model robot = load_model(asset("anymal_c.json"));
   const int steps3 = static_cast<int>(std::lround(3.0 / (robot.timestep * robot.decimation)));
   std::vector<double> qr = robot.qpos0, vr(robot.nv, 0.0);
-  Simulator hard(robot, options(ContactMode::Hard, 1)), smooth(robot, options(ContactMode::Smooth, n_combos()));
-  set_grid(smooth, 1);
-  set_states(hard, robot, qr, vr, 1);
-  set_states(smooth, robot, qr, vr, n_combos());
-  hard.step(steps3);
-  smooth.step(steps3);
-  const State h = read(hard, robot), s = read(smooth, robot);
+  const auto [h, s] = hard_and_smooth(robot, qr, vr, steps3);
   std::vector<double> dz(n_combos());
   int flagged = 0;
   for (int c = 0; c < n_combos(); ++c) {
@@ -387,14 +399,7 @@ void study_fd(int n_throws) {
     agree = spreads.empty() ? NAN : static_cast<double>(std::count_if(spreads.begin(), spreads.end(), [](double x) { return x < 0.05; })) / spreads.size();
     median_d = median(ds);
   };
-  const int n_per_combo = n_throws * per;
-  Simulator hard(cube, options(ContactMode::Hard, n_per_combo)), smooth(cube, options(ContactMode::Smooth, n_combos() * n_per_combo));
-  set_grid(smooth, n_per_combo);
-  set_states(hard, cube, q, v, 1);
-  set_states(smooth, cube, q, v, 1);
-  hard.step(steps);
-  smooth.step(steps);
-  const State h = read(hard, cube), s = read(smooth, cube);
+  const auto [h, s] = hard_and_smooth(cube, q, v, steps);
   double hs, ha, hd;
   int hf = 0, sf = 0;
   analyse(h, 0, hs, ha, hd, hf);
@@ -424,13 +429,7 @@ void study_fd_flat() {
     }
   const int steps = static_cast<int>(std::lround(0.5 / cube.timestep));
   const int n_per_combo = n_points * per;
-  Simulator hard(cube, options(ContactMode::Hard, n_per_combo)), smooth(cube, options(ContactMode::Smooth, n_combos() * n_per_combo));
-  set_grid(smooth, n_per_combo);
-  set_states(hard, cube, q, v, 1);
-  set_states(smooth, cube, q, v, 1);
-  hard.step(steps);
-  smooth.step(steps);
-  const State h = read(hard, cube), s = read(smooth, cube);
+  const auto [h, s] = hard_and_smooth(cube, q, v, steps);
   // per combination: the largest spread over the sweep, the largest |d| at ε = 1e-4, and the
   // fraction of points whose derivative at ε = 1e-4 is strictly between 0.02 and 0.98 (neither
   // "not landed" = 1 nor "landed" = 0: the landing is felt)
