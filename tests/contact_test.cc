@@ -538,7 +538,9 @@ TEST(Status, NanStateFlagsOnlyThatEnvironmentInEveryContactMode) {
     }
     EXPECT_TRUE(std::isnan(qd[1 * model.nq + 2])) << contact_mode_name(mode);
     for (int k = 0; k < model.nq; ++k)
-      if (k != 2) EXPECT_EQ(qd[1 * model.nq + k], throws.q[1 * model.nq + k]) << contact_mode_name(mode) << " q" << k;
+      if (k != 2) {
+        EXPECT_EQ(qd[1 * model.nq + k], throws.q[1 * model.nq + k]) << contact_mode_name(mode) << " q" << k;
+      }
     // reset clears the flag
     const int32_t id = 1;
     dirty.reset(&id, 1);

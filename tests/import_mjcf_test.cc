@@ -142,8 +142,12 @@ TEST_P(ImportMjcfVsMujoco, SameActuatorsAndJoints) {
       EXPECT_EQ(m.actuator_ctrllimited[a], r->actuator_ctrllimited[a]);
       EXPECT_EQ(m.actuator_forcelimited[a], r->actuator_forcelimited[a]);
       for (int i = 0; i < 2; ++i) {
-        if (m.actuator_ctrllimited[a]) EXPECT_EQ(m.actuator_ctrlrange[2 * a + i], r->actuator_ctrlrange[2 * a + i]);
-        if (m.actuator_forcelimited[a]) EXPECT_EQ(m.actuator_forcerange[2 * a + i], r->actuator_forcerange[2 * a + i]);
+        if (m.actuator_ctrllimited[a]) {
+          EXPECT_EQ(m.actuator_ctrlrange[2 * a + i], r->actuator_ctrlrange[2 * a + i]);
+        }
+        if (m.actuator_forcelimited[a]) {
+          EXPECT_EQ(m.actuator_forcerange[2 * a + i], r->actuator_forcerange[2 * a + i]);
+        }
       }
       // gain and bias: position f = kp ctrl − kp l; motor f = ctrl
       EXPECT_EQ(m.actuator_type[a] == int(ActuatorType::Position) ? m.actuator_kp[a] : 1.0,
