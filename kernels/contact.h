@@ -205,41 +205,6 @@ MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactSc
     }
 }
 
-// Adjoint of delassus: from Ḡ and c̄, J̄ and v̄ (c = J v) and the H-dependence of G:
-// ⟨Ḡ, dG⟩ = ⟨(Ḡ + Ḡᵀ) J H⁻¹, dJ⟩ − ⟨K Ḡ Kᵀ, dH⟩ with K = H⁻¹ Jᵀ (given: row s of K holds
-// K[:, s]); the last term is added to adj_H (nv x nv) for adj_crba.
-template <class S>
-MOREAU_HD void adj_delassus(const ModelView<S>& m, const ContactScratch<S>& cs, const S* K, const S* v,
-                            const S* adj_G, const S* adj_c, S* adj_J, S* adj_v, S* adj_H) {
-  const int nv = m.nv, nr = 3 * cs.n;
-  for (int r = 0; r < nr; ++r)  // c = J v
-    for (int d = 0; d < nv; ++d) {
-      adj_J[r * nv + d] += adj_c[r] * v[d];
-      adj_v[d] += cs.J[r * nv + d] * adj_c[r];
-    }
-  S KG[3 * kMaxActive * kMaxNv];  // row s holds (K Ḡ)[:, s]
-  for (int s = 0; s < nr; ++s) {
-    for (int d = 0; d < nv; ++d) KG[s * nv + d] = 0;
-    for (int r = 0; r < nr; ++r) {
-      const S g = adj_G[r * nr + s];
-      if (g == 0) continue;
-      for (int d = 0; d < nv; ++d) KG[s * nv + d] += K[r * nv + d] * g;
-    }
-  }
-  for (int r = 0; r < nr; ++r)
-    for (int s = 0; s < nr; ++s) {
-      const S g = adj_G[r * nr + s] + adj_G[s * nr + r];
-      if (g == 0) continue;
-      for (int d = 0; d < nv; ++d) adj_J[r * nv + d] += g * K[s * nv + d];
-    }
-  for (int s = 0; s < nr; ++s)  // −K Ḡ Kᵀ = −Σ_s (K Ḡ)[:, s] K[:, s]ᵀ
-    for (int a = 0; a < nv; ++a) {
-      const S kg = KG[s * nv + a];
-      if (kg == 0) continue;
-      for (int b = 0; b < nv; ++b) adj_H[a * nv + b] -= kg * K[s * nv + b];
-    }
-}
-
 // How far contact i's velocity γ is from satisfying Signorini–Coulomb with its impulse P [m/s]:
 // normal |γ_n| when pushing (P_n > 0), else max(−γ_n, 0) (nothing when the normal impulse is
 // given: soft contact); tangential ‖γ_t‖ inside the cone, and on its boundary the part of γ_t
@@ -423,8 +388,9 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 //   sticking (P_n > 0, ‖P_t‖ < μ P_n):      γ_i = 0
 //   sliding (‖P_t‖ = μ P_n, ‖γ_t‖ > 0):     γ_n = 0,  P_t + μ P_n γ_t/‖γ_t‖ = 0
 // (with `fixed_normal` the normal rows are P_n = the given impulse instead). With M = ∂F/∂P,
-// y solves Mᵀ y = P̄ and θ̄ = −(∂F/∂θ)ᵀ y for θ = c, G, w, μ, and the given normal impulses
-// (adj_pn). Mᵀ y = P̄ is solved by least squares, (M Mᵀ + δ) y = M P̄ with a tiny Tikhonov δ:
+// y solves Mᵀ y = P̄ and θ̄ = −(∂F/∂θ)ᵀ y for θ = γ, μ and the given normal impulses (adj_pn);
+// γ = (W ∘ G) P + c then passes γ̄ to c̄ = γ̄ and Ḡ = W ∘ (γ̄ Pᵀ) (adj_contact_stage uses that
+// structure) and to the gates w off the diagonal blocks (adj_w, here). Mᵀ y = P̄ is solved by least squares, (M Mᵀ + δ) y = M P̄ with a tiny Tikhonov δ:
 // redundant contacts (four corners of a box on the ground) make M singular with P̄ in its range
 // (P̄ = w ∘ J z), and the minimum-norm y gives the gradient of the unique velocities. At a switch
 // the contact takes the class of its solution (separated when P_n = 0; sticking unless ‖P_t‖
@@ -498,7 +464,7 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_norma
 
 template <class S>
 MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_normal, const PgsAdjoint<S>& pa,
-                             const S* adj_P, S* adj_c, S* adj_G, S* adj_w, S& adj_mu, S* adj_pn) {
+                             const S* adj_P, S* adj_gamma, S* adj_w, S& adj_mu, S* adj_pn) {
   if (!pa.ok) return false;
   const int n = cs.n, nr = 3 * n;
   const S* gamma = pa.gamma;
@@ -509,7 +475,6 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
     for (int a = 0; a < nr; ++a) y[a] += pa.Mt[k * nr + a] * adj_P[k];
   lu_solve(pa.LU, pa.piv, y, nr);
   // γ̄ = −(∂F/∂γ)ᵀ y; μ̄ from the sliding rows; the given normal impulses get y_n
-  S adj_gamma[3 * kMaxActive];
   for (int r = 0; r < nr; ++r) adj_gamma[r] = 0;
   for (int i = 0; i < n; ++i) {
     if (fixed_normal) adj_pn[i] += y[3 * i];
@@ -530,16 +495,11 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
     }
     adj_mu -= pn * (u[0] * y[3 * i + 1] + u[1] * y[3 * i + 2]);
   }
-  // γ = (W ∘ G) P + c
+  // γ_r ∋ w_j G_rs P_s for s in another contact's block j
   for (int r = 0; r < nr; ++r) {
-    const int i = r / 3;
-    adj_c[r] += adj_gamma[r];
     if (adj_gamma[r] == 0) continue;
-    for (int s = 0; s < nr; ++s) {
-      const int j = s / 3;
-      adj_G[r * nr + s] += (j == i ? S(1) : cs.w[j]) * adj_gamma[r] * cs.P[s];
-      if (j != i) adj_w[j] += adj_gamma[r] * cs.G[r * nr + s] * cs.P[s];
-    }
+    for (int s = 0; s < nr; ++s)
+      if (s / 3 != r / 3) adj_w[s / 3] += adj_gamma[r] * cs.G[r * nr + s] * cs.P[s];
   }
   return true;
 }
@@ -567,11 +527,11 @@ MOREAU_HD void soft_normal_impulses(const ModelView<S>& m, const S* v_k, Contact
 }
 
 // Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows), adj_v_k,
-// adj_G (diagonal normal entries, through m_eff) and adj_kn.
+// adj_gnn (n: the diagonal normal entries G_nn, through m_eff) and adj_kn.
 template <class S>
 MOREAU_HD void adj_soft_normal_impulses(const ModelView<S>& m, const S* v_k, const ContactScratch<S>& cs, S h, S kn,
                                         S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
-                                        S* adj_G, S& adj_kn) {
+                                        S* adj_gnn, S& adj_kn) {
   const int nr = 3 * cs.n, nv = m.nv;
   for (int i = 0; i < cs.n; ++i) {
     if (!(cs.P[3 * i] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
@@ -594,7 +554,7 @@ MOREAU_HD void adj_soft_normal_impulses(const ModelView<S>& m, const S* v_k, con
     }
     if (from_zeta && damp > 0) {  // k_d = 2 ζ sqrt(k_n / G_nn)
       adj_kn += damp * a * kd / (2 * kn);
-      if (G0 > S(1e-12)) adj_G[3 * i * nr + 3 * i] -= damp * a * kd / (2 * gnn);
+      if (G0 > S(1e-12)) adj_gnn[i] -= damp * a * kd / (2 * gnn);
     }
   }
 }
@@ -675,74 +635,86 @@ struct ContactParamAdjoint {
   S smooth_k;
 };
 
+// The contact adjoint's Ḡ = W ∘ (γ̄ Pᵀ) = γ̄ P_appᵀ + blockdiag(Ē_j) (adj_pgs_solve): the rank-1
+// part joins the RNEA's (adj_contact_stage); the blocks Ē_j = (1 − w_j) γ̄_j P_jᵀ (each contact's
+// own block is ungated) and soft's Ḡ_nn (through m_eff) exist only in these modes.
+MOREAU_HD bool contact_blocks(int grad_mode) { return grad_mode == kContactSmooth || grad_mode == kContactSoft; }
+
+// The mode whose gradient the adjoint returns (hard_smooth_grad: smooth's).
+MOREAU_HD int contact_grad_mode(int mode) { return mode == kContactHardSmoothGrad ? kContactSmooth : mode; }
+
 // The seed-independent part of adj_contact_stage, from the solve in cs (adj_contact_setup).
 template <class S>
 struct ContactAdjoint {
-  S K[3 * kMaxActive * kMaxNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r]
+  S K[3 * kMaxActive * kMaxNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r] (contact_blocks modes only)
   S x[kMaxNv];                   // H⁻¹ Jᵀ P_app, P_app = w ∘ P
   PgsAdjoint<S> pgs;
 };
 
+// x is the velocity the impulses add, v_next − v_free, except where cs was re-solved for the
+// gradient (hard_smooth_grad), whose x is solved for here.
 template <class S>
 MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                                 const Workspace<S>& ws, const ContactScratch<S>& cs, ContactAdjoint<S>& ca) {
+                                 const Workspace<S>& ws, const ContactScratch<S>& cs, const S* v_free,
+                                 const S* v_next, ContactAdjoint<S>& ca) {
   const int nv = m.nv, nr = 3 * cs.n;
+  for (int d = 0; d < nv; ++d) ca.x[d] = cfg.mode == kContactHardSmoothGrad ? S(0) : v_next[d] - v_free[d];
   if (cs.n == 0) return;
-  for (int d = 0; d < nv; ++d) ca.x[d] = 0;
-  for (int r = 0; r < nr; ++r) {
-    for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = cs.J[r * nv + d];
-    ltl_solve(m, ws.H, ca.K + r * nv);
-    for (int d = 0; d < nv; ++d) ca.x[d] += ca.K[r * nv + d] * cs.P[r] * cs.w[r / 3];
+  if (cfg.mode == kContactHardSmoothGrad) {
+    for (int r = 0; r < nr; ++r)
+      for (int d = 0; d < nv; ++d) ca.x[d] += cs.J[r * nv + d] * cs.w[r / 3] * cs.P[r];
+    ltl_solve(m, ws.H, ca.x);
   }
+  if (contact_blocks(contact_grad_mode(cfg.mode)))
+    for (int r = 0; r < nr; ++r) {
+      for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = cs.J[r * nv + d];
+      ltl_solve(m, ws.H, ca.K + r * nv);
+    }
   adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
 }
 
-// Adjoint of contact_stage (docs/gradients.md, "Contact"). cs holds what contact_stage left
-// (the active set, G, c, w and the solver's P) at the same inputs; for hard_smooth_grad, the
-// smooth model's solve there (adj_setup; a straight-through gradient); ca its
-// adj_contact_setup. Given adj_v_next, accumulates adj_v_free, adj_v_k (soft), adj_qM, aw and
-// the parameter adjoints. Returns status bits.
+// Adjoint of contact_stage (docs/gradients.md, "Contact"), through to the seed of the free
+// velocity. cs holds what contact_stage left (the active set, G, c, w and the solver's P) at
+// the same inputs; for hard_smooth_grad, the smooth model's solve there (adj_setup; a
+// straight-through gradient); ca its adj_contact_setup. With z = H⁻¹ v̄_next, P̄_app = J z and
+// the solve's γ̄ (adj_pgs_solve), c = J v_free and G = J H⁻¹ Jᵀ give
+//   v̄_free = v̄_next + Jᵀ γ̄,   λ = H⁻¹ v̄_free,
+//   J̄ = P_app λᵀ + γ̄ (v_free + x)ᵀ + Σ_j (Ē_j + Ē_jᵀ) K_jᵀ,
+//   H̄ = −λ (Δv + x)ᵀ − Σ_j K_j Ē_j K_jᵀ   (x = ca.x; Ē_j: contact_blocks).
+// The first H̄ term is the RNEA's at acceleration (Δv + x)/h, taken by adj_physics_step's
+// adj_rnea with τ̄ = −h λ (AdjTape::a); the blocks go through adj_crba. Writes adj_v_free and
+// lambda; accumulates adj_v_k (soft), adj_qM, aw and the parameter adjoints. Returns status
+// bits.
 template <class S>
 MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                                 const S* v_k, S h, const Workspace<S>& ws, const ContactScratch<S>& cs,
                                 const ContactAdjoint<S>& ca, const S* v_free, const S* adj_v_next, S* adj_v_free,
-                                S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
-  const int mode = cfg.mode == kContactHardSmoothGrad ? kContactSmooth : cfg.mode;
+                                S* lambda, S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
+  const int mode = contact_grad_mode(cfg.mode);
   const int nv = m.nv, n = cs.n, nr = 3 * n;
-  for (int d = 0; d < nv; ++d) adj_v_free[d] += adj_v_next[d];
+  for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
+  ltl_solve(m, ws.H, lambda);
   if (n == 0) return 0;
-  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: with z = H⁻¹ v̄_next,
-  // P̄_app = J z, J̄ += P_app zᵀ, and H̄ = −z xᵀ with x = H⁻¹ Jᵀ P_app
-  S z[kMaxNv], adj_Papp[3 * kMaxActive];
-  for (int d = 0; d < nv; ++d) z[d] = adj_v_next[d];
-  ltl_solve(m, ws.H, z);
+  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J z (z in lambda for now)
+  S adj_J[3 * kMaxActive * kMaxNv], adj_P[3 * kMaxActive], adj_gamma[3 * kMaxActive];
+  S adj_w[kMaxActive], adj_gap[kMaxActive], adj_pn[kMaxActive], adj_gnn[kMaxActive];
   for (int r = 0; r < nr; ++r) {
     S t = 0;
-    for (int d = 0; d < nv; ++d) t += cs.J[r * nv + d] * z[d];
-    adj_Papp[r] = t;
+    for (int d = 0; d < nv; ++d) {
+      t += cs.J[r * nv + d] * lambda[d];
+      adj_J[r * nv + d] = 0;
+    }
+    adj_P[r] = cs.w[r / 3] * t;
+    if (r % 3 == 0) adj_w[r / 3] = 0;
+    adj_w[r / 3] += cs.P[r] * t;
   }
-  S adj_J[3 * kMaxActive * kMaxNv], adj_G[9 * kMaxActive * kMaxActive], adj_c[3 * kMaxActive];
-  S adj_P[3 * kMaxActive], adj_w[kMaxActive], adj_gap[kMaxActive], adj_pn[kMaxActive];
-  for (int r = 0; r < nr; ++r) {
-    for (int d = 0; d < nv; ++d) adj_J[r * nv + d] = cs.P[r] * cs.w[r / 3] * z[d];
-    for (int s = 0; s < nr; ++s) adj_G[r * nr + s] = 0;
-    adj_c[r] = 0;
-    adj_P[r] = cs.w[r / 3] * adj_Papp[r];
-  }
-  for (int i = 0; i < n; ++i) {
-    adj_w[i] = cs.P[3 * i] * adj_Papp[3 * i] + cs.P[3 * i + 1] * adj_Papp[3 * i + 1] +
-               cs.P[3 * i + 2] * adj_Papp[3 * i + 2];
-    adj_gap[i] = adj_pn[i] = 0;
-  }
-  S adj_H[kMaxNv * kMaxNv];  // ⟨−z, dH x⟩ now, −K Ḡ Kᵀ from adj_delassus; then one adj_crba
-  for (int a = 0; a < nv; ++a)
-    for (int b = 0; b < nv; ++b) adj_H[a * nv + b] = -z[a] * ca.x[b];
+  for (int i = 0; i < n; ++i) adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
   const bool soft = mode == kContactSoft;
-  if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_c, adj_G, adj_w, adj_p.friction, adj_pn))
+  if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_gamma, adj_w, adj_p.friction, adj_pn))
     return kStatusNoGradient;
   if (soft) {
     adj_soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
-                             adj_pn, adj_gap, adj_J, adj_v_k, adj_G, adj_p.contact_kn);
+                             adj_pn, adj_gap, adj_J, adj_v_k, adj_gnn, adj_p.contact_kn);
   } else if (mode == kContactSmooth) {  // w = σ(−k g): ∂w/∂g = −k w (1 − w), ∂w/∂k = −g w (1 − w)
     const S k = p.smooth_k.get(env);
     for (int i = 0; i < n; ++i) {
@@ -754,10 +726,45 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
     }
   } else if (cfg.speculative) {  // c_n += max(g, 0)/h
     for (int i = 0; i < n; ++i)
-      if (cs.gap[i] > 0) adj_gap[i] += adj_c[3 * i] / h;
+      if (cs.gap[i] > 0) adj_gap[i] += adj_gamma[3 * i] / h;
   }
-  adj_delassus(m, cs, ca.K, v_free, adj_G, adj_c, adj_J, adj_v_free, adj_H);
-  adj_crba(m, ws, adj_H, aw);
+  // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
+  for (int r = 0; r < nr; ++r)
+    for (int d = 0; d < nv; ++d) adj_v_free[d] += cs.J[r * nv + d] * adj_gamma[r];
+  for (int d = 0; d < nv; ++d) lambda[d] = adj_v_free[d];
+  ltl_solve(m, ws.H, lambda);
+  // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ
+  for (int r = 0; r < nr; ++r) {
+    const S pa = cs.w[r / 3] * cs.P[r], ga = adj_gamma[r];
+    for (int d = 0; d < nv; ++d) adj_J[r * nv + d] += pa * lambda[d] + ga * (v_free[d] + ca.x[d]);
+  }
+  if (contact_blocks(mode)) {
+    S adj_H[kMaxNv * kMaxNv];
+    for (int k = 0; k < nv * nv; ++k) adj_H[k] = 0;
+    for (int j = 0; j < n; ++j) {
+      S E[3][3];  // Ē_j
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) E[a][b] = (1 - cs.w[j]) * adj_gamma[3 * j + a] * cs.P[3 * j + b];
+      E[0][0] += adj_gnn[j];
+      const S* Kj = ca.K + 3 * j * nv;
+      for (int a = 0; a < 3; ++a) {
+        S* aJ = adj_J + (3 * j + a) * nv;
+        S u[kMaxNv];  // (K_j Ē_jᵀ)[:, a] for H̄ −= K_j Ē_j K_jᵀ, row a of (Ē_j + Ē_jᵀ) K_jᵀ into J̄
+        for (int d = 0; d < nv; ++d) u[d] = 0;
+        for (int b = 0; b < 3; ++b)
+          for (int d = 0; d < nv; ++d) {
+            u[d] += E[a][b] * Kj[b * nv + d];
+            aJ[d] += (E[a][b] + E[b][a]) * Kj[b * nv + d];
+          }
+        for (int c = 0; c < nv; ++c) {
+          const S kc = Kj[a * nv + c];
+          if (kc == 0) continue;
+          for (int d = 0; d < nv; ++d) adj_H[c * nv + d] -= kc * u[d];
+        }
+      }
+    }
+    adj_crba(m, ws, adj_H, aw);
+  }
   adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
   return 0;
 }

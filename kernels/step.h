@@ -157,7 +157,7 @@ struct StepTape {
 template <class S>
 struct AdjTape {
   StepTape<S> step;
-  S a[kMaxNv];  // Δv/h
+  S a[kMaxNv];  // (v_next − v)/h (with the gradient's contact solve: adj_setup)
   ContactAdjoint<S> ca;
 };
 
@@ -185,30 +185,33 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
   return result;
 }
 
-// The adjoint's part of a recorded step that does not depend on the seed: a = Δv/h and the RNEA
-// quantities at (q_M, v, a) in the step's ws (free_velocity left them at (q_M, v, 0)); for
+// The adjoint's part of a recorded step that does not depend on the seed: for
 // hard_smooth_grad the smooth model's solve at the same inputs in its cs (a straight-through
-// gradient); and the contact adjoint's own part.
+// gradient), the contact adjoint's own part, and the RNEA quantities at (q_M, v, a) in the
+// step's ws (free_velocity left them at (q_M, v, 0)) with a = (Δv + x)/h, x the velocity the
+// contact impulses add (adj_contact_stage).
 template <class S>
 MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
                          AdjTape<S>& at) {
   StepTape<S>& t = at.step;
-  for (int k = 0; k < m.nv; ++k) at.a[k] = t.dv[k] / h;
+  const bool contact = cfg.mode != kContactNone && m.ncon > 0;
+  if (contact) {
+    if (cfg.mode == kContactHardSmoothGrad)
+      contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
+                    static_cast<S*>(nullptr));
+    adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.v_free, t.v_next, at.ca);
+  }
+  for (int k = 0; k < m.nv; ++k) at.a[k] = (t.dv[k] + (contact ? at.ca.x[k] : S(0))) / h;
   rnea_add_acceleration(m, at.a, t.ws);
-  if (cfg.mode == kContactNone || m.ncon == 0) return;
-  if (cfg.mode == kContactHardSmoothGrad)
-    contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
-                  static_cast<S*>(nullptr));
-  adj_contact_setup(m, cfg, p, env, t.ws, t.cs, at.ca);
 }
 
 // Adjoint of a recorded physics step (after adj_setup). With the residual
-// r = h RNEA(q_M, v, a) + (armature + hD) Δv + h D v − h τ(q_M, v, u) = 0, a = Δv/h, and
-// λ = (H + hD)⁻¹ v̄_free (the same factorisation; ARCHITECTURE.md §4):
+// r = h RNEA(q_M, v, a) + (armature + hD)(v_next − v) + h D v − h τ(q_M, v, u) − Jᵀ P_app = 0,
+// a = (v_next − v)/h, and λ = (H + hD)⁻¹ v̄_free (the same factorisation; ARCHITECTURE.md §4):
 //   x̄ −= (∂r/∂x)ᵀ λ  for x = q_M, v, u, parameters:
 // adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ. The contact stage's
-// adjoint (adj_contact_stage) comes first. Accumulates into adj_q, adj_v, adj_ctrl, adj_p.
-// Returns status bits (0 = ok).
+// adjoint (adj_contact_stage) comes first and gives λ with the rest of the contact terms.
+// Accumulates into adj_q, adj_v, adj_ctrl, adj_p. Returns status bits (0 = ok).
 template <class S>
 MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                                S h, const S* ctrl, const AdjTape<S>& at, S* adj_q, S* adj_v, S* adj_ctrl,
@@ -216,23 +219,23 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   const StepTape<S>& t = at.step;
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
   const int nv = m.nv;
-  S adj_qM[kMaxNq], lambda[kMaxNv], adj_v2[kMaxNv], tau_adj[kMaxNv] = {};
+  S adj_qM[kMaxNq], adj_v_free[kMaxNv], lambda[kMaxNv], adj_v2[kMaxNv], tau_adj[kMaxNv] = {};
   // q_out = q_M ⊕ (h/2) v_{k+1}
   for (int k = 0; k < m.nq; ++k) adj_qM[k] = 0;
   for (int k = 0; k < nv; ++k) adj_v2[k] = adj_v_out[k];
   adj_integrate(m, t.qM, t.v_next, h / 2, adj_qM, adj_v2, adj_q_out);
   adj_clear(m, aw);
-  // v_{k+1} = v_free + H⁻¹ Jᵀ P_applied
-  for (int k = 0; k < nv; ++k) lambda[k] = contact ? S(0) : adj_v2[k];
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
-    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, lambda, adj_v,
-                                     adj_qM, aw, adj_p.contact);
+    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, adj_v_free,
+                                     lambda, adj_v, adj_qM, aw, adj_p.contact);
     if (st) return st;
+  } else {
+    for (int k = 0; k < nv; ++k) adj_v_free[k] = lambda[k] = adj_v2[k];
+    ltl_solve(m, t.ws.H, lambda);
   }
   // v_free = v + Δv
-  for (int k = 0; k < nv; ++k) adj_v[k] += lambda[k];
-  ltl_solve(m, t.ws.H, lambda);
   for (int k = 0; k < nv; ++k) {
+    adj_v[k] += adj_v_free[k];
     tau_adj[k] = -h * lambda[k];
     adj_v[k] -= h * m.dof_damping[k] * lambda[k];
   }

@@ -644,6 +644,19 @@ TEST(ContactGradient, HardSmoothGradForwardIsHardAndGradientIsFinite) {
   }
   EXPECT_GT(norm, 0);
   EXPECT_GT(diff, 1e-6) << "the smooth gradient should differ from the hard one in contact";
+  // A seed on v_out only meets the hard trajectory through nothing but the contact stage's
+  // inputs (q_M, v_free), which hard and smooth share: there it is the smooth mode's gradient
+  // (one physics step; the smooth model's own velocity change, not hard's, in every term).
+  Problem smooth("cube.json", 1, ContactMode::Smooth, 51, 0.0);
+  smooth.in = hsg.in;
+  for (double& x : smooth.w.q) x = 0;
+  smooth.w.v = hsg.w.v;
+  hsg.w.q = smooth.w.q;
+  const Batch gv_smooth = smooth.gradient(), gv_hsg = hsg.gradient();
+  for (size_t i = 0; i < gv_smooth.v.size(); ++i)
+    EXPECT_NEAR(gv_hsg.v[i], gv_smooth.v[i], 1e-9 * (1 + std::abs(gv_smooth.v[i]))) << i;
+  for (size_t i = 0; i < gv_smooth.q.size(); ++i)
+    EXPECT_NEAR(gv_hsg.q[i], gv_smooth.q[i], 1e-9 * (1 + std::abs(gv_smooth.q[i]))) << i;
   // airborne: identical to the contact-free gradient
   Problem high("cube.json", 1, ContactMode::HardSmoothGrad, 52, 5.0), free("cube.json", 1, ContactMode::None, 52, 5.0);
   const Batch g1 = high.gradient(), g0 = free.gradient();
