@@ -390,20 +390,24 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // (with `fixed_normal` the normal rows are P_n = the given impulse instead). With M = ∂F/∂P,
 // y solves Mᵀ y = P̄ and θ̄ = −(∂F/∂θ)ᵀ y for θ = γ, μ and the given normal impulses (adj_pn);
 // γ = (W ∘ G) P + c then passes γ̄ to c̄ = γ̄ and Ḡ = W ∘ (γ̄ Pᵀ) (adj_contact_stage uses that
-// structure) and to the gates w off the diagonal blocks (adj_w, here). Mᵀ y = P̄ is solved by least squares, (M Mᵀ + δ) y = M P̄ with a tiny Tikhonov δ:
-// redundant contacts (four corners of a box on the ground) make M singular with P̄ in its range
-// (P̄ = w ∘ J z), and the minimum-norm y gives the gradient of the unique velocities. At a switch
-// the contact takes the class of its solution (separated when P_n = 0; sticking unless ‖P_t‖
-// reaches the cone within 1e-6 relative and the slip velocity is non-zero). adj_pgs_setup does
-// the seed-independent part (γ, the classes, M and the factors of M Mᵀ + δ); adj_pgs_solve
-// returns false if that system could not be solved.
+// structure) and to the gates w off the diagonal blocks (adj_w, here). Mᵀ y = P̄ is solved
+// directly (LU with partial pivoting) when M is well conditioned, else by least squares,
+// (M Mᵀ + δ) y = M P̄ with a tiny Tikhonov δ: redundant contacts (four corners of a box on the
+// ground) make M singular with P̄ in its range (P̄ = w ∘ J z), and the minimum-norm y gives the
+// gradient of the unique velocities. Well conditioned: every pivot of Mᵀ's LU at least 1e-10
+// (float: 1e-4) of the largest. At a switch the contact takes the class of its solution
+// (separated when P_n = 0; sticking unless ‖P_t‖ reaches the cone within 1e-6 relative and the
+// slip velocity is non-zero). adj_pgs_setup does the seed-independent part (γ, the classes, M
+// and the factors of Mᵀ or of M Mᵀ + δ); adj_pgs_solve returns false if neither could be
+// factorised.
 template <class S>
 struct PgsAdjoint {
   S gamma[3 * kMaxActive];
   int cls[kMaxActive];
   S Mt[9 * kMaxActive * kMaxActive];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
-  S LU[9 * kMaxActive * kMaxActive];  // lu_factor of M Mᵀ + δ
+  S LU[9 * kMaxActive * kMaxActive];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
   int piv[3 * kMaxActive];
+  bool direct;
   bool ok;
 };
 
@@ -411,11 +415,15 @@ template <class S>
 MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_normal, PgsAdjoint<S>& pa) {
   const int n = cs.n, nr = 3 * n;
   S* gamma = pa.gamma;
-  // γ = (W ∘ G) P + c, W_ij = 1 for i = j and w_j otherwise
+  // γ = (W ∘ G) P + c, W_rs = 1 within a contact's block and w_j for s in another block j
+  S ws[3 * kMaxActive];  // w of each row's contact
+  for (int s = 0; s < nr; ++s) ws[s] = cs.w[s / 3];
   for (int r = 0; r < nr; ++r) {
+    const S* Gr = cs.G + r * nr;
+    const int o = r - r % 3;
     S g = cs.c[r];
-    for (int s = 0; s < nr; ++s) g += (s / 3 == r / 3 ? S(1) : cs.w[s / 3]) * cs.G[r * nr + s] * cs.P[s];
-    gamma[r] = g;
+    for (int s = 0; s < nr; ++s) g += ws[s] * Gr[s] * cs.P[s];
+    gamma[r] = g + (1 - ws[r]) * (Gr[o] * cs.P[o] + Gr[o + 1] * cs.P[o + 1] + Gr[o + 2] * cs.P[o + 2]);
   }
   const S tiny = S(1e-12);
   for (int i = 0; i < n; ++i) {
@@ -425,29 +433,46 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_norma
     pa.cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
   }
   for (int r = 0; r < nr; ++r) {
-    const int i = r / 3, a = r % 3;
+    const int i = r / 3, a = r % 3, o = 3 * i;
     S row[3 * kMaxActive];
     for (int s = 0; s < nr; ++s) row[s] = 0;
+    // += k ∂γ_rb/∂P = k (W ∘ G)_rb
+    auto add_wg = [&](int rb, S k) {
+      const S* Gr = cs.G + rb * nr;
+      for (int s = 0; s < nr; ++s) row[s] += k * ws[s] * Gr[s];
+      for (int s = o; s < o + 3; ++s) row[s] += k * (1 - ws[s]) * Gr[s];
+    };
     if (pa.cls[i] == kSeparated || (fixed_normal && a == 0)) {
       row[r] = 1;
-    } else if (pa.cls[i] == kSticking || a == 0) {  // ∂γ_r/∂P = (W ∘ G)_r
-      for (int s = 0; s < nr; ++s) row[s] = (s / 3 == i ? S(1) : cs.w[s / 3]) * cs.G[r * nr + s];
+    } else if (pa.cls[i] == kSticking || a == 0) {
+      add_wg(r, S(1));
     } else {  // sliding tangent row: P_ta + μ P_n u_a, u = γ_t/‖γ_t‖
-      const S g1 = gamma[3 * i + 1], g2 = gamma[3 * i + 2], gt = msqrt(g1 * g1 + g2 * g2);
+      const S g1 = gamma[o + 1], g2 = gamma[o + 2], gt = msqrt(g1 * g1 + g2 * g2);
       const S u[2] = {g1 / gt, g2 / gt};
-      const S pn = cs.P[3 * i];
+      const S pn = cs.P[o];
       row[r] += 1;
-      row[3 * i] += mu * u[a - 1];
-      for (int b = 1; b < 3; ++b) {  // μ P_n (1 − u uᵀ)/‖γ_t‖ ∂γ_t/∂P
-        const S k = mu * pn * ((a == b ? S(1) : S(0)) - u[a - 1] * u[b - 1]) / gt;
-        const int rb = 3 * i + b;
-        for (int s = 0; s < nr; ++s) row[s] += k * (s / 3 == i ? S(1) : cs.w[s / 3]) * cs.G[rb * nr + s];
-      }
+      row[o] += mu * u[a - 1];
+      for (int b = 1; b < 3; ++b)  // μ P_n (1 − u uᵀ)/‖γ_t‖ ∂γ_t/∂P
+        add_wg(o + b, mu * pn * ((a == b ? S(1) : S(0)) - u[a - 1] * u[b - 1]) / gt);
     }
     for (int s = 0; s < nr; ++s) pa.Mt[s * nr + r] = row[s];
   }
-  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k Mt[k][a] Mt[k][c]
   S* A = pa.LU;
+  for (int k = 0; k < nr * nr; ++k) A[k] = pa.Mt[k];
+  pa.direct = lu_factor(A, pa.piv, nr);
+  if (pa.direct) {
+    S lo = mabs(A[0]), hi = lo;
+    for (int a = 1; a < nr; ++a) {
+      lo = mmin(lo, mabs(A[a * nr + a]));
+      hi = mmax(hi, mabs(A[a * nr + a]));
+    }
+    pa.direct = lo >= hi * S(sizeof(S) == 4 ? 1e-4 : 1e-10);
+  }
+  if (pa.direct) {
+    pa.ok = true;
+    return;
+  }
+  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k Mt[k][a] Mt[k][c]
   for (int k = 0; k < nr * nr; ++k) A[k] = 0;
   for (int k = 0; k < nr; ++k)
     for (int a = 0; a < nr; ++a) {
@@ -469,10 +494,11 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
   const int n = cs.n, nr = 3 * n;
   const S* gamma = pa.gamma;
   const int* cls = pa.cls;
-  S y[3 * kMaxActive];  // (M Mᵀ + δ) y = M P̄
-  for (int a = 0; a < nr; ++a) y[a] = 0;
-  for (int k = 0; k < nr; ++k)
-    for (int a = 0; a < nr; ++a) y[a] += pa.Mt[k * nr + a] * adj_P[k];
+  S y[3 * kMaxActive];  // Mᵀ y = P̄, or (M Mᵀ + δ) y = M P̄
+  for (int a = 0; a < nr; ++a) y[a] = pa.direct ? adj_P[a] : S(0);
+  if (!pa.direct)
+    for (int k = 0; k < nr; ++k)
+      for (int a = 0; a < nr; ++a) y[a] += pa.Mt[k * nr + a] * adj_P[k];
   lu_solve(pa.LU, pa.piv, y, nr);
   // γ̄ = −(∂F/∂γ)ᵀ y; μ̄ from the sliding rows; the given normal impulses get y_n
   for (int r = 0; r < nr; ++r) adj_gamma[r] = 0;
