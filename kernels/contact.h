@@ -183,20 +183,25 @@ MOREAU_HD void ltl_solve_t3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* 
   }
 }
 
+// Y = L⁻ᵀ Jᵀ for the active contacts' rows, row r of Y holding Y[:, r].
+template <class S>
+MOREAU_HD void ltl_solve_t_rows(const ModelView<S>& m, const S* L, const ContactScratch<S>& cs, S* Y) {
+  const int nv = m.nv;
+  for (int k = 0; k < 3 * cs.n * nv; ++k) Y[k] = cs.J[k];
+  for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
+}
+
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J); c = J v.
 template <class S>
 MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactScratch<S>& cs) {
   const int nv = m.nv, nr = 3 * cs.n;
-  S Y[3 * kMaxActive * kMaxNv];  // row r holds (L⁻ᵀ Jᵀ)[:, r]
+  S Y[3 * kMaxActive * kMaxNv];
   for (int r = 0; r < nr; ++r) {
     S c = 0;
-    for (int d = 0; d < nv; ++d) {
-      Y[r * nv + d] = cs.J[r * nv + d];
-      c += cs.J[r * nv + d] * v[d];
-    }
+    for (int d = 0; d < nv; ++d) c += cs.J[r * nv + d] * v[d];
     cs.c[r] = c;
   }
-  for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
+  ltl_solve_t_rows(m, L, cs, Y);
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s <= r; ++s) {
       S g = 0;
@@ -691,11 +696,10 @@ MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>
       for (int d = 0; d < nv; ++d) ca.x[d] += cs.J[r * nv + d] * cs.w[r / 3] * cs.P[r];
     ltl_solve(m, ws.H, ca.x);
   }
-  if (contact_blocks(contact_grad_mode(cfg.mode)))
-    for (int r = 0; r < nr; ++r) {
-      for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = cs.J[r * nv + d];
-      ltl_solve(m, ws.H, ca.K + r * nv);
-    }
+  if (contact_blocks(contact_grad_mode(cfg.mode))) {
+    ltl_solve_t_rows(m, ws.H, cs, ca.K);
+    for (int r = 0; r < nr; ++r) ltl_solve_l(m, ws.H, ca.K + r * nv);
+  }
   adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
 }
 
@@ -765,27 +769,29 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
     for (int d = 0; d < nv; ++d) adj_J[r * nv + d] += pa * lambda[d] + ga * (v_free[d] + ca.x[d]);
   }
   if (contact_blocks(mode)) {
+    // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
+    // −c (K_j l)(K_j r)ᵀ to H̄ and c (l (K_j r)ᵀ + r (K_j l)ᵀ) to J̄_j
     S adj_H[kMaxNv * kMaxNv];
     for (int k = 0; k < nv * nv; ++k) adj_H[k] = 0;
+    const S en[3] = {1, 0, 0};
     for (int j = 0; j < n; ++j) {
-      S E[3][3];  // Ē_j
-      for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) E[a][b] = (1 - cs.w[j]) * adj_gamma[3 * j + a] * cs.P[3 * j + b];
-      E[0][0] += adj_gnn[j];
       const S* Kj = ca.K + 3 * j * nv;
-      for (int a = 0; a < 3; ++a) {
-        S* aJ = adj_J + (3 * j + a) * nv;
-        S u[kMaxNv];  // (K_j Ē_jᵀ)[:, a] for H̄ −= K_j Ē_j K_jᵀ, row a of (Ē_j + Ē_jᵀ) K_jᵀ into J̄
-        for (int d = 0; d < nv; ++d) u[d] = 0;
-        for (int b = 0; b < 3; ++b)
-          for (int d = 0; d < nv; ++d) {
-            u[d] += E[a][b] * Kj[b * nv + d];
-            aJ[d] += (E[a][b] + E[b][a]) * Kj[b * nv + d];
-          }
+      const struct {
+        S c;
+        const S *l, *r;
+      } terms[2] = {{1 - cs.w[j], adj_gamma + 3 * j, cs.P + 3 * j}, {adj_gnn[j], en, en}};
+      for (const auto& t : terms) {
+        if (t.c == 0) continue;
+        S Kl[kMaxNv], Kr[kMaxNv];
+        for (int d = 0; d < nv; ++d) {
+          Kl[d] = Kj[d] * t.l[0] + Kj[nv + d] * t.l[1] + Kj[2 * nv + d] * t.l[2];
+          Kr[d] = Kj[d] * t.r[0] + Kj[nv + d] * t.r[1] + Kj[2 * nv + d] * t.r[2];
+        }
+        for (int a = 0; a < 3; ++a)
+          for (int d = 0; d < nv; ++d) adj_J[(3 * j + a) * nv + d] += t.c * (t.l[a] * Kr[d] + t.r[a] * Kl[d]);
         for (int c = 0; c < nv; ++c) {
-          const S kc = Kj[a * nv + c];
-          if (kc == 0) continue;
-          for (int d = 0; d < nv; ++d) adj_H[c * nv + d] -= kc * u[d];
+          const S k = t.c * Kl[c];
+          for (int d = 0; d < nv; ++d) adj_H[c * nv + d] -= k * Kr[d];
         }
       }
     }
