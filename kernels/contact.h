@@ -118,7 +118,16 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S>& m, const Workspace<S>&
   Transform<S> X0[kMaxBodies], adj_X0[kMaxBodies];
   relative_world_transforms(m, ws, X0);
   const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, {0, 0, 0}};
+  const Vec3<S> z3{0, 0, 0};
+  for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, z3};
+  // each dof's world-frame columns l = E_jᵀ S.v and ω = E_jᵀ S.w, and their adjoints summed
+  // over the contacts
+  Vec3<S> omega[kMaxNv], adj_l[kMaxNv], adj_omega[kMaxNv];
+  for (int j = 0; j < m.nbody; ++j)
+    for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
+      omega[d] = mul_t(X0[j].E, ws.Sdof[d].w);
+      adj_l[d] = adj_omega[d] = z3;
+    }
   for (int i = 0; i < cs.n; ++i) {
     const int k = cs.con[i], b = m.con_body[k];
     const Vec3<S> pl = vec3(m.con_pos + 3 * k);
@@ -132,15 +141,13 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S>& m, const Workspace<S>&
     for (int j = b; j >= 0; j = m.body_parent[j]) {
       const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
       for (int d = d0; d < d0 + nd; ++d) {
-        // J_rd = frame_r · (E_jᵀ S.v + w × (p − o_j)), w = E_jᵀ S.w
+        // J_rd = frame_r · (l + ω × (p − o_j))
         const Vec3<S> adj_vp = aJ[d] * frame[0] + aJ[m.nv + d] * frame[1] + aJ[2 * m.nv + d] * frame[2];
-        const Vec3<S> w = mul_t(X0[j].E, ws.Sdof[d].w);
-        Vec3<S> adj_w{0, 0, 0}, adj_rel{0, 0, 0};
-        adj_cross(w, p - X0[j].r, adj_w, adj_rel, adj_vp);
+        Vec3<S> adj_rel{0, 0, 0};
+        adj_cross(omega[d], p - X0[j].r, adj_omega[d], adj_rel, adj_vp);
+        adj_l[d] += adj_vp;
         adj_p += adj_rel;
         adj_X0[j].r += -adj_rel;
-        adj_mul_t(X0[j].E, ws.Sdof[d].v, adj_X0[j].E, aw.Sdof[d].v, adj_vp);
-        adj_mul_t(X0[j].E, ws.Sdof[d].w, adj_X0[j].E, aw.Sdof[d].w, adj_w);
       }
     }
     // gap = (centre + base)·n − r on the plane; p = centre − r n
@@ -150,6 +157,11 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S>& m, const Workspace<S>&
     Vec3<S> unused{0, 0, 0};
     adj_mul_t(X0[b].E, pl, adj_X0[b].E, unused, adj_centre);
   }
+  for (int j = 0; j < m.nbody; ++j)
+    for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
+      adj_mul_t(X0[j].E, ws.Sdof[d].v, adj_X0[j].E, aw.Sdof[d].v, adj_l[d]);
+      adj_mul_t(X0[j].E, ws.Sdof[d].w, adj_X0[j].E, aw.Sdof[d].w, adj_omega[d]);
+    }
   // reverse of relative_world_transforms, children first
   for (int i = m.nbody - 1; i >= 0; --i) {
     const int par = m.body_parent[i];
@@ -395,7 +407,8 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // (with `fixed_normal` the normal rows are P_n = the given impulse instead). With M = ∂F/∂P,
 // y solves Mᵀ y = P̄ and θ̄ = −(∂F/∂θ)ᵀ y for θ = γ, μ and the given normal impulses (adj_pn);
 // γ = (W ∘ G) P + c then passes γ̄ to c̄ = γ̄ and Ḡ = W ∘ (γ̄ Pᵀ) (adj_contact_stage uses that
-// structure) and to the gates w off the diagonal blocks (adj_w, here). Mᵀ y = P̄ is solved
+// structure) and to the gates w off the diagonal blocks (adj_w, here; null where the gates are
+// constant: every mode but smooth). Mᵀ y = P̄ is solved
 // directly (LU with partial pivoting) when M is well conditioned, else by least squares,
 // (M Mᵀ + δ) y = M P̄ with a tiny Tikhonov δ: redundant contacts (four corners of a box on the
 // ground) make M singular with P̄ in its range (P̄ = w ∘ J z), and the minimum-norm y gives the
@@ -527,11 +540,12 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
     adj_mu -= pn * (u[0] * y[3 * i + 1] + u[1] * y[3 * i + 2]);
   }
   // γ_r ∋ w_j G_rs P_s for s in another contact's block j
-  for (int r = 0; r < nr; ++r) {
-    if (adj_gamma[r] == 0) continue;
-    for (int s = 0; s < nr; ++s)
-      if (s / 3 != r / 3) adj_w[s / 3] += adj_gamma[r] * cs.G[r * nr + s] * cs.P[s];
-  }
+  if (adj_w)
+    for (int r = 0; r < nr; ++r) {
+      if (adj_gamma[r] == 0) continue;
+      for (int s = 0; s < nr; ++s)
+        if (s / 3 != r / 3) adj_w[s / 3] += adj_gamma[r] * cs.G[r * nr + s] * cs.P[s];
+    }
   return true;
 }
 
@@ -740,7 +754,8 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   }
   for (int i = 0; i < n; ++i) adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
   const bool soft = mode == kContactSoft;
-  if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_gamma, adj_w, adj_p.friction, adj_pn))
+  if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_gamma, mode == kContactSmooth ? adj_w : nullptr,
+                     adj_p.friction, adj_pn))
     return kStatusNoGradient;
   if (soft) {
     adj_soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
