@@ -8,8 +8,12 @@
 
 #if defined(__CUDACC__)
 #define MOREAU_HD __host__ __device__ __forceinline__
+#define MOREAU_HD_SMALL MOREAU_HD
 #else
 #define MOREAU_HD inline
+// The spatial-algebra helpers (kernels/spatial.h): always inlined, which GCC does not do by
+// itself for all of them in the long reverse sweeps.
+#define MOREAU_HD_SMALL inline __attribute__((always_inline))
 #endif
 
 namespace moreau {

@@ -21,36 +21,36 @@ namespace kern {
 template <class S>
 struct Vec3 {
   S x, y, z;
-  MOREAU_HD S& operator[](int i) { return i == 0 ? x : (i == 1 ? y : z); }
-  MOREAU_HD S operator[](int i) const { return i == 0 ? x : (i == 1 ? y : z); }
+  MOREAU_HD_SMALL S& operator[](int i) { return i == 0 ? x : (i == 1 ? y : z); }
+  MOREAU_HD_SMALL S operator[](int i) const { return i == 0 ? x : (i == 1 ? y : z); }
 };
 
 template <class S>
-MOREAU_HD Vec3<S> vec3(const S* p) { return {p[0], p[1], p[2]}; }
+MOREAU_HD_SMALL Vec3<S> vec3(const S* p) { return {p[0], p[1], p[2]}; }
 template <class S>
-MOREAU_HD Vec3<S> operator+(const Vec3<S>& a, const Vec3<S>& b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+MOREAU_HD_SMALL Vec3<S> operator+(const Vec3<S>& a, const Vec3<S>& b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
 template <class S>
-MOREAU_HD Vec3<S> operator-(const Vec3<S>& a, const Vec3<S>& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
+MOREAU_HD_SMALL Vec3<S> operator-(const Vec3<S>& a, const Vec3<S>& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
 template <class S>
-MOREAU_HD Vec3<S> operator-(const Vec3<S>& a) { return {-a.x, -a.y, -a.z}; }
+MOREAU_HD_SMALL Vec3<S> operator-(const Vec3<S>& a) { return {-a.x, -a.y, -a.z}; }
 template <class S>
-MOREAU_HD Vec3<S> operator*(S s, const Vec3<S>& a) { return {s * a.x, s * a.y, s * a.z}; }
+MOREAU_HD_SMALL Vec3<S> operator*(S s, const Vec3<S>& a) { return {s * a.x, s * a.y, s * a.z}; }
 template <class S>
-MOREAU_HD Vec3<S>& operator+=(Vec3<S>& a, const Vec3<S>& b) { a.x += b.x; a.y += b.y; a.z += b.z; return a; }
+MOREAU_HD_SMALL Vec3<S>& operator+=(Vec3<S>& a, const Vec3<S>& b) { a.x += b.x; a.y += b.y; a.z += b.z; return a; }
 template <class S>
-MOREAU_HD S dot(const Vec3<S>& a, const Vec3<S>& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+MOREAU_HD_SMALL S dot(const Vec3<S>& a, const Vec3<S>& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
 template <class S>
-MOREAU_HD void adj_dot(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec3<S>& adj_b, S adj_ret) {
+MOREAU_HD_SMALL void adj_dot(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec3<S>& adj_b, S adj_ret) {
   adj_a += adj_ret * b;
   adj_b += adj_ret * a;
 }
 template <class S>
-MOREAU_HD Vec3<S> cross(const Vec3<S>& a, const Vec3<S>& b) {
+MOREAU_HD_SMALL Vec3<S> cross(const Vec3<S>& a, const Vec3<S>& b) {
   return {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
 }
 // ⟨w, a × b⟩ = ⟨a, b × w⟩ = ⟨b, w × a⟩
 template <class S>
-MOREAU_HD void adj_cross(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec3<S>& adj_b,
+MOREAU_HD_SMALL void adj_cross(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec3<S>& adj_b,
                          const Vec3<S>& adj_ret) {
   adj_a += cross(b, adj_ret);
   adj_b += cross(adj_ret, a);
@@ -60,65 +60,65 @@ MOREAU_HD void adj_cross(const Vec3<S>& a, const Vec3<S>& b, Vec3<S>& adj_a, Vec
 template <class S>
 struct Mat3 {
   S m[9];
-  MOREAU_HD S operator()(int i, int j) const { return m[3 * i + j]; }
-  MOREAU_HD S& operator()(int i, int j) { return m[3 * i + j]; }
+  MOREAU_HD_SMALL S operator()(int i, int j) const { return m[3 * i + j]; }
+  MOREAU_HD_SMALL S& operator()(int i, int j) { return m[3 * i + j]; }
 };
 template <class S>
-MOREAU_HD Mat3<S>& operator+=(Mat3<S>& A, const Mat3<S>& B) {
+MOREAU_HD_SMALL Mat3<S>& operator+=(Mat3<S>& A, const Mat3<S>& B) {
   for (int k = 0; k < 9; ++k) A.m[k] += B.m[k];
   return A;
 }
 // A += u vᵀ
 template <class S>
-MOREAU_HD void add_outer(Mat3<S>& A, const Vec3<S>& u, const Vec3<S>& v) {
+MOREAU_HD_SMALL void add_outer(Mat3<S>& A, const Vec3<S>& u, const Vec3<S>& v) {
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) A(i, j) += u[i] * v[j];
 }
 
 template <class S>
-MOREAU_HD Mat3<S> identity3() { return {{1, 0, 0, 0, 1, 0, 0, 0, 1}}; }
+MOREAU_HD_SMALL Mat3<S> identity3() { return {{1, 0, 0, 0, 1, 0, 0, 0, 1}}; }
 template <class S>
-MOREAU_HD Vec3<S> operator*(const Mat3<S>& A, const Vec3<S>& a) {
+MOREAU_HD_SMALL Vec3<S> operator*(const Mat3<S>& A, const Vec3<S>& a) {
   return {A.m[0] * a.x + A.m[1] * a.y + A.m[2] * a.z, A.m[3] * a.x + A.m[4] * a.y + A.m[5] * a.z,
           A.m[6] * a.x + A.m[7] * a.y + A.m[8] * a.z};
 }
 // Ā += w aᵀ,  ā += Aᵀ w
 template <class S>
-MOREAU_HD void adj_mul(const Mat3<S>& A, const Vec3<S>& a, Mat3<S>& adj_A, Vec3<S>& adj_a, const Vec3<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_mul(const Mat3<S>& A, const Vec3<S>& a, Mat3<S>& adj_A, Vec3<S>& adj_a, const Vec3<S>& adj_ret) {
   add_outer(adj_A, adj_ret, a);
   for (int j = 0; j < 3; ++j) adj_a[j] += A(0, j) * adj_ret.x + A(1, j) * adj_ret.y + A(2, j) * adj_ret.z;
 }
 // Aᵀ a
 template <class S>
-MOREAU_HD Vec3<S> mul_t(const Mat3<S>& A, const Vec3<S>& a) {
+MOREAU_HD_SMALL Vec3<S> mul_t(const Mat3<S>& A, const Vec3<S>& a) {
   return {A.m[0] * a.x + A.m[3] * a.y + A.m[6] * a.z, A.m[1] * a.x + A.m[4] * a.y + A.m[7] * a.z,
           A.m[2] * a.x + A.m[5] * a.y + A.m[8] * a.z};
 }
 // Ā += a wᵀ,  ā += A w
 template <class S>
-MOREAU_HD void adj_mul_t(const Mat3<S>& A, const Vec3<S>& a, Mat3<S>& adj_A, Vec3<S>& adj_a,
+MOREAU_HD_SMALL void adj_mul_t(const Mat3<S>& A, const Vec3<S>& a, Mat3<S>& adj_A, Vec3<S>& adj_a,
                          const Vec3<S>& adj_ret) {
   add_outer(adj_A, a, adj_ret);
   adj_a += A * adj_ret;
 }
 template <class S>
-MOREAU_HD Mat3<S> operator*(const Mat3<S>& A, const Mat3<S>& B) {
+MOREAU_HD_SMALL Mat3<S> operator*(const Mat3<S>& A, const Mat3<S>& B) {
   Mat3<S> C;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) C(i, j) = A(i, 0) * B(0, j) + A(i, 1) * B(1, j) + A(i, 2) * B(2, j);
   return C;
 }
 template <class S>
-MOREAU_HD Mat3<S> transpose(const Mat3<S>& A) {
+MOREAU_HD_SMALL Mat3<S> transpose(const Mat3<S>& A) {
   return {{A.m[0], A.m[3], A.m[6], A.m[1], A.m[4], A.m[7], A.m[2], A.m[5], A.m[8]}};
 }
 template <class S>
-MOREAU_HD void adj_transpose(const Mat3<S>& /*A*/, Mat3<S>& adj_A, const Mat3<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_transpose(const Mat3<S>& /*A*/, Mat3<S>& adj_A, const Mat3<S>& adj_ret) {
   adj_A += transpose(adj_ret);
 }
 // C = A B:  Ā += W Bᵀ,  B̄ += Aᵀ W
 template <class S>
-MOREAU_HD void adj_matmul(const Mat3<S>& A, const Mat3<S>& B, Mat3<S>& adj_A, Mat3<S>& adj_B,
+MOREAU_HD_SMALL void adj_matmul(const Mat3<S>& A, const Mat3<S>& B, Mat3<S>& adj_A, Mat3<S>& adj_B,
                           const Mat3<S>& adj_ret) {
   adj_A += adj_ret * transpose(B);
   adj_B += transpose(A) * adj_ret;
@@ -130,19 +130,19 @@ struct Sym3 {
   S xx, yy, zz, xy, xz, yz;
 };
 template <class S>
-MOREAU_HD Sym3<S>& operator+=(Sym3<S>& a, const Sym3<S>& b) {
+MOREAU_HD_SMALL Sym3<S>& operator+=(Sym3<S>& a, const Sym3<S>& b) {
   a.xx += b.xx; a.yy += b.yy; a.zz += b.zz;
   a.xy += b.xy; a.xz += b.xz; a.yz += b.yz;
   return a;
 }
 template <class S>
-MOREAU_HD Vec3<S> operator*(const Sym3<S>& I, const Vec3<S>& a) {
+MOREAU_HD_SMALL Vec3<S> operator*(const Sym3<S>& I, const Vec3<S>& a) {
   return {I.xx * a.x + I.xy * a.y + I.xz * a.z, I.xy * a.x + I.yy * a.y + I.yz * a.z,
           I.xz * a.x + I.yz * a.y + I.zz * a.z};
 }
 // Ī = sym part of w aᵀ on the stored numbers (an off-diagonal collects both its uses), ā += I w
 template <class S>
-MOREAU_HD void adj_mul(const Sym3<S>& I, const Vec3<S>& a, Sym3<S>& adj_I, Vec3<S>& adj_a, const Vec3<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_mul(const Sym3<S>& I, const Vec3<S>& a, Sym3<S>& adj_I, Vec3<S>& adj_a, const Vec3<S>& adj_ret) {
   const Vec3<S>& w = adj_ret;
   adj_I += Sym3<S>{w.x * a.x, w.y * a.y, w.z * a.z, w.x * a.y + w.y * a.x, w.x * a.z + w.z * a.x,
                    w.y * a.z + w.z * a.y};
@@ -150,7 +150,7 @@ MOREAU_HD void adj_mul(const Sym3<S>& I, const Vec3<S>& a, Sym3<S>& adj_I, Vec3<
 }
 // R I Rᵀ
 template <class S>
-MOREAU_HD Sym3<S> rotate(const Mat3<S>& R, const Sym3<S>& I) {
+MOREAU_HD_SMALL Sym3<S> rotate(const Mat3<S>& R, const Sym3<S>& I) {
   Vec3<S> c0 = I * Vec3<S>{R(0, 0), R(0, 1), R(0, 2)};
   Vec3<S> c1 = I * Vec3<S>{R(1, 0), R(1, 1), R(1, 2)};
   Vec3<S> c2 = I * Vec3<S>{R(2, 0), R(2, 1), R(2, 2)};
@@ -164,40 +164,40 @@ struct Quat {
   S w, x, y, z;
 };
 template <class S>
-MOREAU_HD Quat<S>& operator+=(Quat<S>& a, const Quat<S>& b) {
+MOREAU_HD_SMALL Quat<S>& operator+=(Quat<S>& a, const Quat<S>& b) {
   a.w += b.w; a.x += b.x; a.y += b.y; a.z += b.z;
   return a;
 }
 template <class S>
-MOREAU_HD Quat<S> quat(const S* p) { return {p[0], p[1], p[2], p[3]}; }
+MOREAU_HD_SMALL Quat<S> quat(const S* p) { return {p[0], p[1], p[2], p[3]}; }
 // p[0..3] += a (a quaternion's adjoint into a state array)
 template <class S>
-MOREAU_HD void add_quat(S* p, const Quat<S>& a) {
+MOREAU_HD_SMALL void add_quat(S* p, const Quat<S>& a) {
   p[0] += a.w;
   p[1] += a.x;
   p[2] += a.y;
   p[3] += a.z;
 }
 template <class S>
-MOREAU_HD Quat<S> operator*(const Quat<S>& a, const Quat<S>& b) {
+MOREAU_HD_SMALL Quat<S> operator*(const Quat<S>& a, const Quat<S>& b) {
   return {a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z, a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
           a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x, a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w};
 }
 // a b = L(a) b = R(b) a with L(a)ᵀ = L(a*), R(b)ᵀ = R(b*):  ā += w b*,  b̄ += a* w
 template <class S>
-MOREAU_HD void adj_quat_mul(const Quat<S>& a, const Quat<S>& b, Quat<S>& adj_a, Quat<S>& adj_b,
+MOREAU_HD_SMALL void adj_quat_mul(const Quat<S>& a, const Quat<S>& b, Quat<S>& adj_a, Quat<S>& adj_b,
                             const Quat<S>& adj_ret) {
   adj_a += adj_ret * Quat<S>{b.w, -b.x, -b.y, -b.z};
   adj_b += Quat<S>{a.w, -a.x, -a.y, -a.z} * adj_ret;
 }
 template <class S>
-MOREAU_HD Quat<S> normalized(const Quat<S>& q) {
+MOREAU_HD_SMALL Quat<S> normalized(const Quat<S>& q) {
   S s = S(1) / msqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
   return {q.w * s, q.x * s, q.y * s, q.z * s};
 }
 // n = q/|q|:  q̄ += (w − n (n·w)) / |q|
 template <class S>
-MOREAU_HD void adj_normalized(const Quat<S>& q, Quat<S>& adj_q, const Quat<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_normalized(const Quat<S>& q, Quat<S>& adj_q, const Quat<S>& adj_ret) {
   S s = S(1) / msqrt(q.w * q.w + q.x * q.x + q.y * q.y + q.z * q.z);
   Quat<S> n{q.w * s, q.x * s, q.y * s, q.z * s};
   const Quat<S>& w = adj_ret;
@@ -205,7 +205,7 @@ MOREAU_HD void adj_normalized(const Quat<S>& q, Quat<S>& adj_q, const Quat<S>& a
   adj_q += Quat<S>{s * (w.w - nw * n.w), s * (w.x - nw * n.x), s * (w.y - nw * n.y), s * (w.z - nw * n.z)};
 }
 template <class S>
-MOREAU_HD Mat3<S> quat_to_mat(const Quat<S>& q) {
+MOREAU_HD_SMALL Mat3<S> quat_to_mat(const Quat<S>& q) {
   S ww = q.w * q.w, xx = q.x * q.x, yy = q.y * q.y, zz = q.z * q.z;
   S xy = q.x * q.y, xz = q.x * q.z, yz = q.y * q.z, wx = q.w * q.x, wy = q.w * q.y, wz = q.w * q.z;
   return {{ww + xx - yy - zz, 2 * (xy - wz), 2 * (xz + wy),
@@ -214,7 +214,7 @@ MOREAU_HD Mat3<S> quat_to_mat(const Quat<S>& q) {
 }
 // Σ W_ij ∂R_ij/∂q, from the quadratic entries of R(q) (q not assumed unit)
 template <class S>
-MOREAU_HD void adj_quat_to_mat(const Quat<S>& q, Quat<S>& adj_q, const Mat3<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_quat_to_mat(const Quat<S>& q, Quat<S>& adj_q, const Mat3<S>& adj_ret) {
   const Mat3<S>& W = adj_ret;
   S tr = W(0, 0) + W(1, 1) + W(2, 2);
   S ax = W(2, 1) - W(1, 2), ay = W(0, 2) - W(2, 0), az = W(1, 0) - W(0, 1);  // skew part
@@ -226,7 +226,7 @@ MOREAU_HD void adj_quat_to_mat(const Quat<S>& q, Quat<S>& adj_q, const Mat3<S>& 
 }
 // exp(θ/2 · u) for the rotation vector θ u = w: (cos(θ/2), sin(θ/2) u), safe at θ → 0.
 template <class S>
-MOREAU_HD Quat<S> quat_exp(const Vec3<S>& w) {
+MOREAU_HD_SMALL Quat<S> quat_exp(const Vec3<S>& w) {
   S t2 = dot(w, w);
   S t = msqrt(t2);
   // sin(θ/2)/θ = 1/2 − θ²/48 + θ⁴/3840 near 0
@@ -237,7 +237,7 @@ MOREAU_HD Quat<S> quat_exp(const Vec3<S>& w) {
 // g = (θ/2 cos(θ/2) − sin(θ/2))/θ³; on the forward's Taylor branch k = 1/2 − θ²/48, g = −1/24.
 // No division by θ on the branch, so θ = 0 is exact.
 template <class S>
-MOREAU_HD void adj_quat_exp(const Vec3<S>& w, Vec3<S>& adj_w, const Quat<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_quat_exp(const Vec3<S>& w, Vec3<S>& adj_w, const Quat<S>& adj_ret) {
   S t2 = dot(w, w);
   S t = msqrt(t2);
   S k, g;
@@ -262,25 +262,25 @@ struct Force {
   Vec3<S> n, f;  // moment, force
 };
 template <class S>
-MOREAU_HD Motion<S> operator+(const Motion<S>& a, const Motion<S>& b) { return {a.w + b.w, a.v + b.v}; }
+MOREAU_HD_SMALL Motion<S> operator+(const Motion<S>& a, const Motion<S>& b) { return {a.w + b.w, a.v + b.v}; }
 template <class S>
-MOREAU_HD Motion<S> operator*(S s, const Motion<S>& a) { return {s * a.w, s * a.v}; }
+MOREAU_HD_SMALL Motion<S> operator*(S s, const Motion<S>& a) { return {s * a.w, s * a.v}; }
 template <class S>
-MOREAU_HD Motion<S>& operator+=(Motion<S>& a, const Motion<S>& b) { a.w += b.w; a.v += b.v; return a; }
+MOREAU_HD_SMALL Motion<S>& operator+=(Motion<S>& a, const Motion<S>& b) { a.w += b.w; a.v += b.v; return a; }
 template <class S>
-MOREAU_HD Force<S>& operator+=(Force<S>& a, const Force<S>& b) { a.n += b.n; a.f += b.f; return a; }
+MOREAU_HD_SMALL Force<S>& operator+=(Force<S>& a, const Force<S>& b) { a.n += b.n; a.f += b.f; return a; }
 template <class S>
-MOREAU_HD Force<S> operator+(const Force<S>& a, const Force<S>& b) { return {a.n + b.n, a.f + b.f}; }
+MOREAU_HD_SMALL Force<S> operator+(const Force<S>& a, const Force<S>& b) { return {a.n + b.n, a.f + b.f}; }
 // power pairing fᵀ m
 template <class S>
-MOREAU_HD S dot(const Force<S>& f, const Motion<S>& m) { return dot(f.n, m.w) + dot(f.f, m.v); }
+MOREAU_HD_SMALL S dot(const Force<S>& f, const Motion<S>& m) { return dot(f.n, m.w) + dot(f.f, m.v); }
 // a ×m b = (ωa × ωb, ωa × vb + va × ωb)
 template <class S>
-MOREAU_HD Motion<S> cross_m(const Motion<S>& a, const Motion<S>& b) {
+MOREAU_HD_SMALL Motion<S> cross_m(const Motion<S>& a, const Motion<S>& b) {
   return {cross(a.w, b.w), cross(a.w, b.v) + cross(a.v, b.w)};
 }
 template <class S>
-MOREAU_HD void adj_cross_m(const Motion<S>& a, const Motion<S>& b, Motion<S>& adj_a, Motion<S>& adj_b,
+MOREAU_HD_SMALL void adj_cross_m(const Motion<S>& a, const Motion<S>& b, Motion<S>& adj_a, Motion<S>& adj_b,
                            const Motion<S>& adj_ret) {
   adj_cross(a.w, b.w, adj_a.w, adj_b.w, adj_ret.w);
   adj_cross(a.w, b.v, adj_a.w, adj_b.v, adj_ret.v);
@@ -288,11 +288,11 @@ MOREAU_HD void adj_cross_m(const Motion<S>& a, const Motion<S>& b, Motion<S>& ad
 }
 // a ×f f = (ωa × n + va × f, ωa × f)
 template <class S>
-MOREAU_HD Force<S> cross_f(const Motion<S>& a, const Force<S>& f) {
+MOREAU_HD_SMALL Force<S> cross_f(const Motion<S>& a, const Force<S>& f) {
   return {cross(a.w, f.n) + cross(a.v, f.f), cross(a.w, f.f)};
 }
 template <class S>
-MOREAU_HD void adj_cross_f(const Motion<S>& a, const Force<S>& f, Motion<S>& adj_a, Force<S>& adj_f,
+MOREAU_HD_SMALL void adj_cross_f(const Motion<S>& a, const Force<S>& f, Motion<S>& adj_a, Force<S>& adj_f,
                            const Force<S>& adj_ret) {
   adj_cross(a.w, f.n, adj_a.w, adj_f.n, adj_ret.n);
   adj_cross(a.v, f.f, adj_a.v, adj_f.f, adj_ret.n);
@@ -305,19 +305,19 @@ struct Transform {
   Vec3<S> r;  // origin of B in A-coordinates
 };
 template <class S>
-MOREAU_HD Transform<S>& operator+=(Transform<S>& a, const Transform<S>& b) {
+MOREAU_HD_SMALL Transform<S>& operator+=(Transform<S>& a, const Transform<S>& b) {
   a.E += b.E;
   a.r += b.r;
   return a;
 }
 // X m
 template <class S>
-MOREAU_HD Motion<S> apply(const Transform<S>& X, const Motion<S>& m) {
+MOREAU_HD_SMALL Motion<S> apply(const Transform<S>& X, const Motion<S>& m) {
   return {X.E * m.w, X.E * (m.v - cross(X.r, m.w))};
 }
 // recomputes u = v − r × ω
 template <class S>
-MOREAU_HD void adj_apply(const Transform<S>& X, const Motion<S>& m, Transform<S>& adj_X, Motion<S>& adj_m,
+MOREAU_HD_SMALL void adj_apply(const Transform<S>& X, const Motion<S>& m, Transform<S>& adj_X, Motion<S>& adj_m,
                          const Motion<S>& adj_ret) {
   Vec3<S> adj_u{0, 0, 0};
   adj_mul(X.E, m.w, adj_X.E, adj_m.w, adj_ret.w);
@@ -327,13 +327,13 @@ MOREAU_HD void adj_apply(const Transform<S>& X, const Motion<S>& m, Transform<S>
 }
 // Xᵀ f: a force in B-coordinates expressed in A-coordinates
 template <class S>
-MOREAU_HD Force<S> apply_t(const Transform<S>& X, const Force<S>& f) {
+MOREAU_HD_SMALL Force<S> apply_t(const Transform<S>& X, const Force<S>& f) {
   Vec3<S> fa = mul_t(X.E, f.f);
   return {mul_t(X.E, f.n) + cross(X.r, fa), fa};
 }
 // recomputes fa = Eᵀ f
 template <class S>
-MOREAU_HD void adj_apply_t(const Transform<S>& X, const Force<S>& f, Transform<S>& adj_X, Force<S>& adj_f,
+MOREAU_HD_SMALL void adj_apply_t(const Transform<S>& X, const Force<S>& f, Transform<S>& adj_X, Force<S>& adj_f,
                            const Force<S>& adj_ret) {
   Vec3<S> fa = mul_t(X.E, f.f);
   Vec3<S> adj_fa = adj_ret.f;
@@ -343,11 +343,11 @@ MOREAU_HD void adj_apply_t(const Transform<S>& X, const Force<S>& f, Transform<S
 }
 // X_AC = X_BC X_AB
 template <class S>
-MOREAU_HD Transform<S> compose(const Transform<S>& X_bc, const Transform<S>& X_ab) {
+MOREAU_HD_SMALL Transform<S> compose(const Transform<S>& X_bc, const Transform<S>& X_ab) {
   return {X_bc.E * X_ab.E, X_ab.r + mul_t(X_ab.E, X_bc.r)};
 }
 template <class S>
-MOREAU_HD void adj_compose(const Transform<S>& X_bc, const Transform<S>& X_ab, Transform<S>& adj_X_bc,
+MOREAU_HD_SMALL void adj_compose(const Transform<S>& X_bc, const Transform<S>& X_ab, Transform<S>& adj_X_bc,
                            Transform<S>& adj_X_ab, const Transform<S>& adj_ret) {
   adj_matmul(X_bc.E, X_ab.E, adj_X_bc.E, adj_X_ab.E, adj_ret.E);
   adj_X_ab.r += adj_ret.r;
@@ -362,7 +362,7 @@ struct Inertia {
 };
 // From mass, centre of mass c and inertia about c: I_O = I_c + m ([c]×[c]×ᵀ) = I_c + m (|c|² 1 − c cᵀ)
 template <class S>
-MOREAU_HD Inertia<S> inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& Ic) {
+MOREAU_HD_SMALL Inertia<S> inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& Ic) {
   S cc = dot(c, c);
   return {m, m * c,
           {Ic.xx + m * (cc - c.x * c.x), Ic.yy + m * (cc - c.y * c.y), Ic.zz + m * (cc - c.z * c.z),
@@ -371,7 +371,7 @@ MOREAU_HD Inertia<S> inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& Ic) 
 // With W = Ī_O (stored numbers) and P(c) = ⟨W, |c|² 1 − c cᵀ⟩:  m̄ += m̄_ret + c·h̄ + P(c),
 // c̄ += m h̄ + m ∂P/∂c,  Ī_c += W.
 template <class S>
-MOREAU_HD void adj_inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& /*Ic*/, S& adj_m, Vec3<S>& adj_c,
+MOREAU_HD_SMALL void adj_inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& /*Ic*/, S& adj_m, Vec3<S>& adj_c,
                                     Sym3<S>& adj_Ic, const Inertia<S>& adj_ret) {
   const Sym3<S>& W = adj_ret.I;
   S cc = dot(c, c);
@@ -383,13 +383,13 @@ MOREAU_HD void adj_inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& /*Ic*/
   adj_Ic += W;
 }
 template <class S>
-MOREAU_HD Force<S> operator*(const Inertia<S>& I, const Motion<S>& a) {
+MOREAU_HD_SMALL Force<S> operator*(const Inertia<S>& I, const Motion<S>& a) {
   return {I.I * a.w + cross(I.h, a.v), I.m * a.v - cross(I.h, a.w)};
 }
 // adjoint of I * a; adj_I may be null (a constant inertia): then only
 // ā_w += Ī n̄ + h × f̄,  ā_v += n̄ × h + m f̄
 template <class S>
-MOREAU_HD void adj_mul_inertia(const Inertia<S>& I, const Motion<S>& a, Inertia<S>* adj_I, Motion<S>& adj_a,
+MOREAU_HD_SMALL void adj_mul_inertia(const Inertia<S>& I, const Motion<S>& a, Inertia<S>* adj_I, Motion<S>& adj_a,
                                const Force<S>& adj_ret) {
   if (!adj_I) {
     adj_a.w += I.I * adj_ret.n + cross(I.h, adj_ret.f);
@@ -403,7 +403,7 @@ MOREAU_HD void adj_mul_inertia(const Inertia<S>& I, const Motion<S>& a, Inertia<
   adj_cross(I.h, a.w, adj_I->h, adj_a.w, -adj_ret.f);
 }
 template <class S>
-MOREAU_HD Inertia<S>& operator+=(Inertia<S>& a, const Inertia<S>& b) {
+MOREAU_HD_SMALL Inertia<S>& operator+=(Inertia<S>& a, const Inertia<S>& b) {
   a.m += b.m;
   a.h += b.h;
   a.I.xx += b.I.xx; a.I.yy += b.I.yy; a.I.zz += b.I.zz;
@@ -413,7 +413,7 @@ MOREAU_HD Inertia<S>& operator+=(Inertia<S>& a, const Inertia<S>& b) {
 // Xᵀ I X: an inertia in B-coordinates expressed in A-coordinates. With h' = Eᵀ h:
 // I_A = Eᵀ I_O E + 2 (r·h') 1 − h' rᵀ − r h'ᵀ + m (|r|² 1 − r rᵀ),  h_A = h' + m r.
 template <class S>
-MOREAU_HD Inertia<S> transform_t(const Transform<S>& X, const Inertia<S>& I) {
+MOREAU_HD_SMALL Inertia<S> transform_t(const Transform<S>& X, const Inertia<S>& I) {
   Vec3<S> hp = mul_t(X.E, I.h);
   Sym3<S> R = rotate(transpose(X.E), I.I);
   const Vec3<S>& r = X.r;
@@ -430,7 +430,7 @@ MOREAU_HD Inertia<S> transform_t(const Transform<S>& X, const Inertia<S>& I) {
 //   m̄ += m̄_A + h̄_A·r + |r|² tr(W) − rᵀ W r,   Ē += 2 I_O E W and h̄ via h' = Eᵀ h,
 //   Ī_O (stored) from E W Eᵀ (off-diagonals doubled).
 template <class S>
-MOREAU_HD void adj_transform_t(const Transform<S>& X, const Inertia<S>& I, Transform<S>& adj_X, Inertia<S>& adj_I,
+MOREAU_HD_SMALL void adj_transform_t(const Transform<S>& X, const Inertia<S>& I, Transform<S>& adj_X, Inertia<S>& adj_I,
                                const Inertia<S>& adj_ret) {
   const Sym3<S>& Wi = adj_ret.I;
   const Mat3<S> W{{Wi.xx, Wi.xy / 2, Wi.xz / 2, Wi.xy / 2, Wi.yy, Wi.yz / 2, Wi.xz / 2, Wi.yz / 2, Wi.zz}};
