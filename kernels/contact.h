@@ -195,6 +195,26 @@ MOREAU_HD void ltl_solve_t3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* 
   }
 }
 
+// x_a ← L⁻¹ x_a for three vectors at once (ltl_solve_l of kernels/dynamics.h, three independent
+// chains for the pipeline).
+template <class S>
+MOREAU_HD void ltl_solve_l3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* x2) {
+  const int nv = m.nv;
+  for (int i = 0; i < nv; ++i) {
+    S a = x0[i], b = x1[i], c = x2[i];
+    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) {
+      const S l = L[i * nv + j];
+      a -= l * x0[j];
+      b -= l * x1[j];
+      c -= l * x2[j];
+    }
+    const S inv = S(1) / L[i * nv + i];
+    x0[i] = a * inv;
+    x1[i] = b * inv;
+    x2[i] = c * inv;
+  }
+}
+
 // Y = L⁻ᵀ Jᵀ for the active contacts' rows, row r of Y holding Y[:, r].
 template <class S>
 MOREAU_HD void ltl_solve_t_rows(const ModelView<S>& m, const S* L, const ContactScratch<S>& cs, S* Y) {
@@ -712,7 +732,7 @@ MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>
   }
   if (contact_blocks(contact_grad_mode(cfg.mode))) {
     ltl_solve_t_rows(m, ws.H, cs, ca.K);
-    for (int r = 0; r < nr; ++r) ltl_solve_l(m, ws.H, ca.K + r * nv);
+    for (int r = 0; r < nr; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
   }
   adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
 }
