@@ -29,6 +29,7 @@ struct ContactScratch {
   S gap[kMaxActive];
   S w[kMaxActive];               // smooth gate w(g); 1 otherwise
   S J[3 * kMaxActive * kMaxNv];  // rows (n, t1, t2) of each contact, row stride nv
+  S Y[3 * kMaxActive * kMaxNv];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r]
   S G[9 * kMaxActive * kMaxActive];  // Delassus matrix, row stride 3n
   S c[3 * kMaxActive];
   S P[3 * kMaxActive];
@@ -215,25 +216,21 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* 
   }
 }
 
-// Y = L⁻ᵀ Jᵀ for the active contacts' rows, row r of Y holding Y[:, r].
-template <class S>
-MOREAU_HD void ltl_solve_t_rows(const ModelView<S>& m, const S* L, const ContactScratch<S>& cs, S* Y) {
-  const int nv = m.nv;
-  for (int k = 0; k < 3 * cs.n * nv; ++k) Y[k] = cs.J[k];
-  for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
-}
-
-// G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J); c = J v.
+// G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
+// adjoint); c = J v.
 template <class S>
 MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactScratch<S>& cs) {
   const int nv = m.nv, nr = 3 * cs.n;
-  S Y[3 * kMaxActive * kMaxNv];
+  S* Y = cs.Y;
   for (int r = 0; r < nr; ++r) {
     S c = 0;
-    for (int d = 0; d < nv; ++d) c += cs.J[r * nv + d] * v[d];
+    for (int d = 0; d < nv; ++d) {
+      Y[r * nv + d] = cs.J[r * nv + d];
+      c += cs.J[r * nv + d] * v[d];
+    }
     cs.c[r] = c;
   }
-  ltl_solve_t_rows(m, L, cs, Y);
+  for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s <= r; ++s) {
       S g = 0;
@@ -731,7 +728,7 @@ MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>
     ltl_solve(m, ws.H, ca.x);
   }
   if (contact_blocks(contact_grad_mode(cfg.mode))) {
-    ltl_solve_t_rows(m, ws.H, cs, ca.K);
+    for (int k = 0; k < nr * nv; ++k) ca.K[k] = cs.Y[k];
     for (int r = 0; r < nr; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
   }
   adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
@@ -757,15 +754,19 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   const int mode = contact_grad_mode(cfg.mode);
   const int nv = m.nv, n = cs.n, nr = 3 * n;
   for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
-  ltl_solve(m, ws.H, lambda);
-  if (n == 0) return 0;
-  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J z (z in lambda for now)
+  if (n == 0) {
+    ltl_solve(m, ws.H, lambda);
+    return 0;
+  }
+  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
+  // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
+  ltl_solve_t(m, ws.H, lambda);
   S adj_J[3 * kMaxActive * kMaxNv], adj_P[3 * kMaxActive], adj_gamma[3 * kMaxActive];
   S adj_w[kMaxActive], adj_gap[kMaxActive], adj_pn[kMaxActive], adj_gnn[kMaxActive];
   for (int r = 0; r < nr; ++r) {
     S t = 0;
     for (int d = 0; d < nv; ++d) {
-      t += cs.J[r * nv + d] * lambda[d];
+      t += cs.Y[r * nv + d] * lambda[d];
       adj_J[r * nv + d] = 0;
     }
     adj_P[r] = cs.w[r / 3] * t;
@@ -795,9 +796,11 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   }
   // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
   for (int r = 0; r < nr; ++r)
-    for (int d = 0; d < nv; ++d) adj_v_free[d] += cs.J[r * nv + d] * adj_gamma[r];
-  for (int d = 0; d < nv; ++d) lambda[d] = adj_v_free[d];
-  ltl_solve(m, ws.H, lambda);
+    for (int d = 0; d < nv; ++d) {
+      adj_v_free[d] += cs.J[r * nv + d] * adj_gamma[r];
+      lambda[d] += cs.Y[r * nv + d] * adj_gamma[r];
+    }
+  ltl_solve_l(m, ws.H, lambda);
   // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ
   for (int r = 0; r < nr; ++r) {
     const S pa = cs.w[r / 3] * cs.P[r], ga = adj_gamma[r];
