@@ -628,22 +628,64 @@ struct ContactResult {
   S residual;
 };
 
+// The contact threshold of `mode`: a point enters the solve when its gap ≤ it.
+template <class S>
+MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p, int env, int mode, S h) {
+  if (mode == kContactSmooth) return p.smooth_gmax.get(env);
+  return mode != kContactSoft && cfg.speculative ? S(10) * h : S(0);
+}
+
+// Keeps the active contacts with gap ≤ threshold, in order, and sets c = J v: their rows of J
+// and Y and their block of G are the numbers contact_candidates and delassus give for that set
+// at the same q_M (every candidate below threshold must be in cs: not a truncated set).
+template <class S>
+MOREAU_HD void restrict_active(const ModelView<S>& m, S threshold, const S* v, ContactScratch<S>& cs) {
+  const int nv = m.nv, nr0 = 3 * cs.n;
+  int keep[kMaxActive], n = 0;
+  for (int i = 0; i < cs.n; ++i)
+    if (cs.gap[i] <= threshold) keep[n++] = i;
+  // every index moves down or stays, in increasing order: in place
+  for (int a = 0; a < n; ++a) {
+    const int i = keep[a];
+    cs.con[a] = cs.con[i];
+    cs.gap[a] = cs.gap[i];
+    cs.w[a] = 1;
+    for (int x = 0; x < 3 * nv; ++x) {
+      cs.J[3 * a * nv + x] = cs.J[3 * i * nv + x];
+      cs.Y[3 * a * nv + x] = cs.Y[3 * i * nv + x];
+    }
+  }
+  for (int r = 0; r < 3 * n; ++r)
+    for (int s = 0; s < 3 * n; ++s) cs.G[r * 3 * n + s] = cs.G[(3 * keep[r / 3] + r % 3) * nr0 + 3 * keep[s / 3] + s % 3];
+  cs.n = n;
+  for (int r = 0; r < 3 * n; ++r) {
+    S c = 0;
+    for (int d = 0; d < nv; ++d) c += cs.J[r * nv + d] * v[d];
+    cs.c[r] = c;
+  }
+}
+
 // The solve of the contact stage for `mode` at q_M (kinematics and factorised H in ws) and
 // v_free: the active set with its Jacobians, G, c (with any bias), the gates w and the solver's
 // impulses P (before gating), and the solver statistics. v_k is the velocity at the start of
 // the step (the soft model's explicit velocity); gaps of all points go to `gaps` (may be null).
+// With `from_active`, the active set comes from the one in cs, a solve at the same q_M and
+// v_free whose threshold was at least this mode's (restrict_active), instead of from scratch.
 template <class S, class Ground>
 MOREAU_HD ContactResult<S> contact_solve(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                          int env, int mode, const S* qM, const S* v_k, S h, const Ground& ground,
-                                         Workspace<S>& ws, ContactScratch<S>& cs, const S* v_free, S* gaps) {
+                                         Workspace<S>& ws, ContactScratch<S>& cs, const S* v_free, S* gaps,
+                                         bool from_active = false) {
   ContactResult<S> result{0, 0, S(0)};
   const S mu = p.friction.get(env);
-  S threshold = 0;  // soft: g < 0; hard: speculative reach (10 m/s in one step); smooth: g_max
-  if (mode == kContactSmooth) threshold = p.smooth_gmax.get(env);
-  if (mode != kContactSmooth && mode != kContactSoft && cfg.speculative) threshold = S(10) * h;
-  contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
+  // soft: g < 0; hard: speculative reach (10 m/s in one step); smooth: g_max
+  const S threshold = contact_threshold(cfg, p, env, mode, h);
+  if (from_active)
+    restrict_active(m, threshold, v_free, cs);
+  else
+    contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
   if (cs.n == 0) return result;
-  delassus(m, ws.H, v_free, cs);
+  if (!from_active) delassus(m, ws.H, v_free, cs);
   const bool soft = mode == kContactSoft;
   if (soft) {
     soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));

@@ -196,9 +196,12 @@ MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, c
   StepTape<S>& t = at.step;
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
   if (contact) {
-    if (cfg.mode == kContactHardSmoothGrad)
+    if (cfg.mode == kContactHardSmoothGrad) {  // the hard set holds the smooth one unless g_max reaches past it
+      const bool from_active = p.smooth_gmax.get(env) <= contact_threshold(cfg, p, env, cfg.mode, h) &&
+                               t.cs.n < kMaxActive;
       contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
-                    static_cast<S*>(nullptr));
+                    static_cast<S*>(nullptr), from_active);
+    }
     adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.v_free, t.v_next, at.ca);
   }
   for (int k = 0; k < m.nv; ++k) at.a[k] = (t.dv[k] + (contact ? at.ca.x[k] : S(0))) / h;

@@ -636,7 +636,7 @@ TEST(StepGradient, AdjointRowsEqualSeparateAdjoints) {
 
 // Hard forward, smooth backward: the state is exactly the hard model's, the gradient the smooth
 // model's; where no contact is near both equal the contact-free gradient.
-TEST(ContactGradient, HardSmoothGradForwardIsHardAndGradientIsFinite) {
+TEST(ContactGradient, HardSmoothGradForwardIsHardGradientIsSmooth) {
   Problem hard("cube.json", 1, ContactMode::Hard, 51, 0.0);
   Problem hsg("cube.json", 1, ContactMode::HardSmoothGrad, 51, 0.0);
   hard.in.q = hsg.in.q = {0.1, -0.2, 0.05 - 1e-4, 1, 0, 0, 0};
@@ -669,6 +669,31 @@ TEST(ContactGradient, HardSmoothGradForwardIsHardAndGradientIsFinite) {
     EXPECT_NEAR(gv_hsg.v[i], gv_smooth.v[i], 1e-9 * (1 + std::abs(gv_smooth.v[i]))) << i;
   for (size_t i = 0; i < gv_smooth.q.size(); ++i)
     EXPECT_NEAR(gv_hsg.q[i], gv_smooth.q[i], 1e-9 * (1 + std::abs(gv_smooth.q[i]))) << i;
+  // The smooth re-solve starts from the hard solve's active set when that holds it (speculative
+  // reach 10 h ≥ g_max); without speculative contact it starts from scratch. Same numbers, also
+  // tilted on one edge with the raised edge's corners between g_max and 10 h.
+  const double th = 0.3;
+  for (const Vec& q : {hsg.in.q, Vec{0.1, -0.2, 0.05 * (std::cos(th) + std::sin(th)) - 1e-4, std::cos(th / 2), 0,
+                                     std::sin(th / 2), 0}}) {
+    auto gradient = [&](bool speculative) {
+      SimulatorOptions o = Problem::options(1, ContactMode::HardSmoothGrad);
+      o.contact.speculative = speculative;
+      Simulator sim(hsg.model, o);
+      Batch g(hsg.model, 1);
+      Simulator::Gradients grads;
+      grads.q = g.q.data();
+      grads.v = g.v.data();
+      grads.action = g.u.data();
+      sim.step_adjoint(q.data(), hsg.in.v.data(), hsg.in.u.data(), hsg.w.q.data(), hsg.w.v.data(), grads,
+                       status.data());
+      EXPECT_EQ(status[0], 0);
+      return g;
+    };
+    const Batch reused = gradient(true), fresh = gradient(false);
+    EXPECT_GT(dot(reused.v, reused.v), 0);
+    EXPECT_EQ(std::memcmp(reused.q.data(), fresh.q.data(), sizeof(double) * fresh.q.size()), 0);
+    EXPECT_EQ(std::memcmp(reused.v.data(), fresh.v.data(), sizeof(double) * fresh.v.size()), 0);
+  }
   // airborne: identical to the contact-free gradient
   Problem high("cube.json", 1, ContactMode::HardSmoothGrad, 52, 5.0), free("cube.json", 1, ContactMode::None, 52, 5.0);
   const Batch g1 = high.gradient(), g0 = free.gradient();
