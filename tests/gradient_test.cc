@@ -104,6 +104,20 @@ struct Problem {
     for (int32_t s : status) EXPECT_EQ(s, 0);
     return g;
   }
+  // The state and action gradients at `in` (with q in place of in.q if given) of a simulator of
+  // this model with options o (one environment).
+  Batch gradient_with(const SimulatorOptions& o, const Vec* q = nullptr) {
+    Simulator other(model, o);
+    Batch g(model, 1);
+    Simulator::Gradients grads;
+    grads.q = g.q.data();
+    grads.v = g.v.data();
+    grads.action = g.u.data();
+    int32_t status = -1;
+    other.step_adjoint((q ? *q : in.q).data(), in.v.data(), in.u.data(), w.q.data(), w.v.data(), grads, &status);
+    EXPECT_EQ(status, 0);
+    return g;
+  }
 };
 
 
@@ -561,16 +575,7 @@ TEST(StepGradient, FewerTapesGiveTheSameGradientsBitForBit) {
     auto gradient = [&](int tapes) {
       SimulatorOptions o = Problem::options(1, mode);
       o.adjoint_tapes = tapes;
-      Simulator sim(P.model, o);
-      Batch g(P.model, 1);
-      Simulator::Gradients grads;
-      grads.q = g.q.data();
-      grads.v = g.v.data();
-      grads.action = g.u.data();
-      int32_t status = -1;
-      sim.step_adjoint(P.in.q.data(), P.in.v.data(), P.in.u.data(), P.w.q.data(), P.w.v.data(), grads, &status);
-      EXPECT_EQ(status, 0);
-      return g;
+      return P.gradient_with(o);
     };
     const Batch all = gradient(0);
     double largest = 0;
@@ -678,16 +683,7 @@ TEST(ContactGradient, HardSmoothGradForwardIsHardGradientIsSmooth) {
     auto gradient = [&](bool speculative) {
       SimulatorOptions o = Problem::options(1, ContactMode::HardSmoothGrad);
       o.contact.speculative = speculative;
-      Simulator sim(hsg.model, o);
-      Batch g(hsg.model, 1);
-      Simulator::Gradients grads;
-      grads.q = g.q.data();
-      grads.v = g.v.data();
-      grads.action = g.u.data();
-      sim.step_adjoint(q.data(), hsg.in.v.data(), hsg.in.u.data(), hsg.w.q.data(), hsg.w.v.data(), grads,
-                       status.data());
-      EXPECT_EQ(status[0], 0);
-      return g;
+      return hsg.gradient_with(o, &q);
     };
     const Batch reused = gradient(true), fresh = gradient(false);
     EXPECT_GT(dot(reused.v, reused.v), 0);
