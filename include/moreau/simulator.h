@@ -70,7 +70,7 @@ struct SimulatorOptions {
   void* cuda_stream = nullptr;   // cudaStream_t; null = the default stream
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
-  // CPU adjoint: physics steps whose intermediates it keeps (118 KB each in float64).
+  // CPU adjoint: physics steps whose intermediates it keeps (133 KB each in float64).
   // 0 = every step of a control step, up to 64 (one recompute); fewer trade memory for
   // time: segments of this many steps, each recomputed from a checkpoint (at most 16
   // segments). The CUDA backend keeps 1.
