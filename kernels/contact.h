@@ -701,6 +701,15 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S>& m, const ContactSet
   return result;
 }
 
+// x = H⁻¹ Jᵀ (w ∘ P): the velocity the solve's impulses add.
+template <class S>
+MOREAU_HD void impulse_velocity(const ModelView<S>& m, const Workspace<S>& ws, const ContactScratch<S>& cs, S* x) {
+  for (int d = 0; d < m.nv; ++d) x[d] = 0;
+  for (int r = 0; r < 3 * cs.n; ++r)
+    for (int d = 0; d < m.nv; ++d) x[d] += cs.J[r * m.nv + d] * cs.w[r / 3] * cs.P[r];
+  ltl_solve(m, ws.H, x);
+}
+
 // The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ (w ∘ P). Writes
 // per-point contact information when `gaps` / `impulses` / `active` are not null.
 template <class S, class Ground>
@@ -709,13 +718,9 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S>& m, const ContactSet
                                          Workspace<S>& ws, ContactScratch<S>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
   const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
-  const int nr = 3 * cs.n;
   if (cs.n > 0) {
-    S x[kMaxNv];  // H⁻¹ Jᵀ (w ∘ P)
-    for (int d = 0; d < m.nv; ++d) x[d] = 0;
-    for (int r = 0; r < nr; ++r)
-      for (int d = 0; d < m.nv; ++d) x[d] += cs.J[r * m.nv + d] * cs.w[r / 3] * cs.P[r];
-    ltl_solve(m, ws.H, x);
+    S x[kMaxNv];
+    impulse_velocity(m, ws, cs, x);
     for (int d = 0; d < m.nv; ++d) v[d] += x[d];
   }
   if (impulses) {
@@ -762,13 +767,11 @@ MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>
                                  const Workspace<S>& ws, const ContactScratch<S>& cs, const S* v_free,
                                  const S* v_next, ContactAdjoint<S>& ca) {
   const int nv = m.nv, nr = 3 * cs.n;
-  for (int d = 0; d < nv; ++d) ca.x[d] = cfg.mode == kContactHardSmoothGrad ? S(0) : v_next[d] - v_free[d];
+  if (cfg.mode == kContactHardSmoothGrad)
+    impulse_velocity(m, ws, cs, ca.x);
+  else
+    for (int d = 0; d < nv; ++d) ca.x[d] = v_next[d] - v_free[d];
   if (cs.n == 0) return;
-  if (cfg.mode == kContactHardSmoothGrad) {
-    for (int r = 0; r < nr; ++r)
-      for (int d = 0; d < nv; ++d) ca.x[d] += cs.J[r * nv + d] * cs.w[r / 3] * cs.P[r];
-    ltl_solve(m, ws.H, ca.x);
-  }
   if (contact_blocks(contact_grad_mode(cfg.mode))) {
     for (int k = 0; k < nr * nv; ++k) ca.K[k] = cs.Y[k];
     for (int r = 0; r < nr; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
