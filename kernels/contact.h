@@ -216,20 +216,24 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* 
   }
 }
 
+// c = J v: the active contacts' velocities at v.
+template <class S>
+MOREAU_HD void contact_velocity(const ModelView<S>& m, const S* v, ContactScratch<S>& cs) {
+  for (int r = 0; r < 3 * cs.n; ++r) {
+    S c = 0;
+    for (int d = 0; d < m.nv; ++d) c += cs.J[r * m.nv + d] * v[d];
+    cs.c[r] = c;
+  }
+}
+
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
 // adjoint); c = J v.
 template <class S>
 MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactScratch<S>& cs) {
   const int nv = m.nv, nr = 3 * cs.n;
   S* Y = cs.Y;
-  for (int r = 0; r < nr; ++r) {
-    S c = 0;
-    for (int d = 0; d < nv; ++d) {
-      Y[r * nv + d] = cs.J[r * nv + d];
-      c += cs.J[r * nv + d] * v[d];
-    }
-    cs.c[r] = c;
-  }
+  contact_velocity(m, v, cs);
+  for (int k = 0; k < nr * nv; ++k) Y[k] = cs.J[k];
   for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s <= r; ++s) {
@@ -655,14 +659,12 @@ MOREAU_HD void restrict_active(const ModelView<S>& m, S threshold, const S* v, C
       cs.Y[3 * a * nv + x] = cs.Y[3 * i * nv + x];
     }
   }
-  for (int r = 0; r < 3 * n; ++r)
-    for (int s = 0; s < 3 * n; ++s) cs.G[r * 3 * n + s] = cs.G[(3 * keep[r / 3] + r % 3) * nr0 + 3 * keep[s / 3] + s % 3];
-  cs.n = n;
   for (int r = 0; r < 3 * n; ++r) {
-    S c = 0;
-    for (int d = 0; d < nv; ++d) c += cs.J[r * nv + d] * v[d];
-    cs.c[r] = c;
+    const S* G0 = cs.G + (3 * keep[r / 3] + r % 3) * nr0;
+    for (int s = 0; s < 3 * n; ++s) cs.G[r * 3 * n + s] = G0[3 * keep[s / 3] + s % 3];
   }
+  cs.n = n;
+  contact_velocity(m, v, cs);
 }
 
 // The solve of the contact stage for `mode` at q_M (kinematics and factorised H in ws) and
