@@ -12,6 +12,7 @@
 
 #include "host/backend.h"
 #include "kernels/dynamics.h"
+#include "support/kernel_model.h"
 #include "support/mujoco_ref.h"
 #include "support/test_util.h"
 
@@ -169,19 +170,10 @@ TEST(Kinematics, BodyPosesMatchMujoco) {
 namespace moreau {
 namespace {
 
-// An asset packed in double for the kernels.
-struct KernelModel {
-  Model model;
-  PackedModel<double> packed;
-  kern::ModelView<double> m;
-  explicit KernelModel(const char* name)
-      : model(load_model(asset(name))), packed(model), m(packed.view(packed.reals.data(), packed.ints.data())) {}
-};
-
 // adj_crba (and adj_transform_t inside it) against central differences of ⟨H̄, H(q)⟩ for a
 // random full H̄, on ANYmal C at random configurations, and the added-base-mass gradient.
 TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
-  const KernelModel km("anymal_c.json");
+  const test::KernelModel km("anymal_c.json");
   const Model& model = km.model;
   const kern::ModelView<double>& m = km.m;
   std::mt19937 rng(17);
@@ -235,7 +227,7 @@ namespace {
 // rnea at (q, v, 0) then rnea_add_acceleration(a) leaves what rnea at (q, v, a) leaves (the
 // adjoint's setup relies on it).
 TEST(DynamicsAdjoint, AddingAnAccelerationEqualsRneaWithIt) {
-  const KernelModel km("anymal_c.json");
+  const test::KernelModel km("anymal_c.json");
   const Model& model = km.model;
   const kern::ModelView<double>& m = km.m;
   std::mt19937 rng(23);

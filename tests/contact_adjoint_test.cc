@@ -1,0 +1,241 @@
+// The contact stages' adjoints (kernels/contact.h) one by one against central differences in
+// double: the contact kinematics (Jacobian rows and gaps), the soft model's normal impulses,
+// and the implicit differentiation of the impulse solve with a separated, a sticking and a
+// sliding contact, for hard contact, with the smooth model's gates and with given normal
+// impulses (soft). The whole physics step is checked in tests/gradient_test.cc.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/contact.h"
+#include "support/kernel_model.h"
+#include "support/test_util.h"
+
+namespace moreau {
+namespace {
+
+using Vec = std::vector<double>;
+
+double dot(const Vec& a, const double* b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// |adjoint − fd| ≤ rel · max(scale, |fd|) for each entry, and some |fd| above scale / 1000.
+void expect_gradient(const Vec& adjoint, const Vec& fd, double rel, const char* what, double scale = 1) {
+  ASSERT_EQ(adjoint.size(), fd.size());
+  double largest = 0;
+  for (size_t k = 0; k < fd.size(); ++k) {
+    EXPECT_NEAR(adjoint[k], fd[k], rel * std::max(scale, std::abs(fd[k]))) << what << "[" << k << "]";
+    largest = std::max(largest, std::abs(fd[k]));
+  }
+  EXPECT_GT(largest, 1e-3 * scale) << what;
+}
+
+// L = ⟨J̄, J(q)⟩ + ⟨ḡ, g(q)⟩ over the active contacts of ANYmal C's feet (all candidates),
+// through adj_contact_kinematics and adj_forward_kinematics, at random configurations.
+TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
+  const test::KernelModel km("anymal_c.json");
+  const kern::ModelView<double>& m = km.m;
+  const int nq = m.nq, nv = m.nv;
+  std::mt19937 rng(31);
+  std::normal_distribution<double> normal(0, 1);
+  Vec q(nq), v(nv);
+  auto kinematics = [&](const double* qq, kern::Workspace<double>& ws, kern::ContactScratch<double>& cs) {
+    kern::body_inertias(m, 0.0, ws);
+    kern::forward_kinematics(m, qq, ws);
+    kern::contact_candidates(m, ws, qq, kern::PlaneGround<double>{}, 1e3, cs, static_cast<double*>(nullptr));
+  };
+  for (int s = 0; s < 3; ++s) {
+    test::random_state(km.model, rng, q.data(), v.data());
+    kern::Workspace<double> ws;
+    kern::ContactScratch<double> cs;
+    kinematics(q.data(), ws, cs);
+    ASSERT_EQ(cs.n, m.ncon);
+    Vec Jbar(3 * cs.n * nv), gbar(cs.n);
+    for (double& x : Jbar) x = normal(rng);
+    for (double& x : gbar) x = normal(rng);
+    auto loss = [&]() {
+      kern::Workspace<double> w2;
+      kern::ContactScratch<double> c2;
+      kinematics(q.data(), w2, c2);
+      return dot(Jbar, c2.J) + dot(gbar, c2.gap);
+    };
+    kern::AdjWorkspace<double> aw;
+    kern::adj_clear(m, aw);
+    Vec gq(nq, 0.0), fd(nq);
+    kern::adj_contact_kinematics(m, ws, cs, Jbar.data(), gbar.data(), gq.data(), aw);
+    kern::adj_forward_kinematics(m, q.data(), ws, gq.data(), aw);
+    for (int k = 0; k < nq; ++k) fd[k] = test::central(loss, q[k], 1e-6);
+    expect_gradient(gq, fd, 1e-6, "q");
+  }
+}
+
+// P_n = h max(k_n (−g) − k_d min(v_n, 0), 0), v_n = J_n v_k, k_d = 2ζ sqrt(k_n / G_nn) or given:
+// three penetrating contacts, two approaching (damped) and one separating.
+TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
+  const test::KernelModel km("anymal_c.json");
+  const kern::ModelView<double>& m = km.m;
+  const int nv = m.nv, n = 3, nr = 3 * n;
+  std::mt19937 rng(37);
+  std::normal_distribution<double> normal(0, 1);
+  const double h = 0.005, zeta = 0.8;
+  for (const double kd_given : {-1.0, 40.0}) {
+    kern::ContactScratch<double> cs;
+    cs.n = n;
+    for (int k = 0; k < nr * nv; ++k) cs.J[k] = 0.3 * normal(rng);
+    for (int k = 0; k < nr * nr; ++k) cs.G[k] = 0.1 * normal(rng);
+    Vec v_k(nv), Pbar(n), gnn(n);
+    for (double& x : v_k) x = normal(rng);
+    for (double& x : Pbar) x = normal(rng);
+    double kn = 2e4;
+    for (int i = 0; i < n; ++i) {
+      cs.gap[i] = -0.002 * (i + 1);
+      cs.G[3 * i * nr + 3 * i] = 2.0 + i;
+    }
+    // v_n = −0.3, −0.3, +0.3 (contacts 0 and 1 approach, 2 separates): v_k projected onto each
+    // normal row's constraint in turn until all hold
+    for (int it = 0; it < 50; ++it)
+      for (int i = 0; i < n; ++i) {
+        double vn = 0, jj = 0;
+        for (int d = 0; d < nv; ++d) {
+          vn += cs.J[3 * i * nv + d] * v_k[d];
+          jj += cs.J[3 * i * nv + d] * cs.J[3 * i * nv + d];
+        }
+        const double target = i < 2 ? -0.3 : 0.3;
+        for (int d = 0; d < nv; ++d) v_k[d] += (target - vn) * cs.J[3 * i * nv + d] / jj;
+      }
+    auto loss = [&]() {
+      kern::soft_normal_impulses(m, v_k.data(), cs, h, kn, kd_given, zeta);
+      double L = 0;
+      for (int i = 0; i < n; ++i) L += Pbar[i] * cs.P[3 * i];
+      return L;
+    };
+    loss();
+    for (int i = 0; i < n; ++i) ASSERT_GT(cs.P[3 * i], 0);
+    Vec adj_gap(n, 0.0), adj_J(nr * nv, 0.0), adj_v(nv, 0.0), adj_gnn(n, 0.0);
+    double adj_kn = 0;
+    kern::adj_soft_normal_impulses(m, v_k.data(), cs, h, kn, kd_given, zeta, Pbar.data(), adj_gap.data(),
+                                   adj_J.data(), adj_v.data(), adj_gnn.data(), adj_kn);
+    const double eps = 1e-7;
+    Vec fd_gap(n), fd_J(nr * nv), fd_v(nv), fd_gnn(n);
+    for (int i = 0; i < n; ++i) {
+      fd_gap[i] = test::central(loss, cs.gap[i], eps);
+      fd_gnn[i] = test::central(loss, cs.G[3 * i * nr + 3 * i], eps);
+    }
+    for (int k = 0; k < nr * nv; ++k) fd_J[k] = test::central(loss, cs.J[k], eps);
+    for (int d = 0; d < nv; ++d) fd_v[d] = test::central(loss, v_k[d], eps);
+    const Vec fd_kn{test::central(loss, kn, 1e-3)};
+    expect_gradient(adj_gap, fd_gap, 1e-6, "gap");
+    expect_gradient(adj_J, fd_J, 1e-6, "J");
+    expect_gradient(adj_v, fd_v, 1e-6, "v_k");
+    expect_gradient(Vec{adj_kn}, fd_kn, 1e-6, "k_n", 1e-5);  // ∂P_n/∂k_n = h (−g) ~ 1e-5
+    if (kd_given < 0) {
+      expect_gradient(adj_gnn, fd_gnn, 1e-6, "G_nn");
+    } else {
+      for (double x : adj_gnn) EXPECT_EQ(x, 0);
+    }
+  }
+}
+
+// A three-contact impulse solve built around a chosen solution: contact 0 sticking (γ_0 = 0),
+// contact 1 sliding (P_t = −μ P_n u with γ_t = s u, γ_n = 0), contact 2 separated (P = 0,
+// γ_n > 0; with given normal impulses sticking instead: a given P_n = 0 is a switch);
+// c = γ − (W ∘ G) P for a random positive definite G. L = ⟨P̄, P⟩ through adj_pgs_setup /
+// adj_pgs_solve against central differences of the converged solve in c, G (every entry), μ,
+// the gates w (smooth) and the given normal impulses (soft).
+void expect_impulse_solve_matches_fd(bool gated, bool fixed_normal) {
+  std::mt19937 rng(41 + 2 * gated + fixed_normal);
+  std::normal_distribution<double> normal(0, 1);
+  const int n = 3, nr = 3 * n;
+  kern::ContactScratch<double> cs;
+  cs.n = n;
+  double A[9][9];
+  for (auto& row : A)
+    for (double& x : row) x = 0.4 * normal(rng);
+  for (int r = 0; r < nr; ++r)
+    for (int s = 0; s < nr; ++s) {
+      double g = r == s ? 0.5 : 0.0;
+      for (int k = 0; k < nr; ++k) g += A[r][k] * A[s][k];
+      cs.G[r * nr + s] = g;
+    }
+  for (int i = 0; i < n; ++i) cs.w[i] = gated ? 0.3 + 0.2 * i : 1.0;
+  double mu = 0.5;
+  double P_target[9] = {1.0, 0.1, -0.05, 0.8, -mu * 0.8 * 0.6, -mu * 0.8 * 0.8, 0, 0, 0};
+  double gamma[9] = {0, 0, 0, 0, 0.3 * 0.6, 0.3 * 0.8, 0.4, 0.1, -0.2};
+  if (fixed_normal) {
+    const double sticking[3] = {0.6, -0.05, 0.12};
+    for (int a = 0; a < 3; ++a) {
+      P_target[6 + a] = sticking[a];
+      gamma[6 + a] = 0;
+    }
+  }
+  for (int r = 0; r < nr; ++r) {
+    double g = gamma[r];
+    for (int s = 0; s < nr; ++s) g -= (s / 3 == r / 3 ? 1.0 : cs.w[s / 3]) * cs.G[r * nr + s] * P_target[s];
+    cs.c[r] = g;
+  }
+  Vec given(n);
+  for (int i = 0; i < n; ++i) given[i] = P_target[3 * i];
+  auto solve = [&]() {
+    if (fixed_normal)
+      for (int i = 0; i < n; ++i) cs.P[3 * i] = given[i];
+    double residual = 0;
+    kern::pgs_solve(cs, mu, fixed_normal, 100000, 1e-15, &residual);
+    EXPECT_LT(residual, 1e-12);
+  };
+  solve();
+  for (int r = 0; r < nr; ++r) ASSERT_NEAR(cs.P[r], P_target[r], 1e-10) << "the solve found another solution, row " << r;
+  Vec Pbar(nr);
+  for (double& x : Pbar) x = normal(rng);
+  auto loss = [&]() {
+    solve();
+    return dot(Pbar, cs.P);
+  };
+  kern::PgsAdjoint<double> pa;
+  kern::adj_pgs_setup(cs, mu, fixed_normal, pa);
+  Vec adj_gamma(nr), adj_w(n, 0.0), adj_pn(n, 0.0);
+  double adj_mu = 0;
+  ASSERT_TRUE(kern::adj_pgs_solve(cs, mu, fixed_normal, pa, Pbar.data(), adj_gamma.data(),
+                                  gated ? adj_w.data() : nullptr, adj_mu, adj_pn.data()));
+  EXPECT_EQ(pa.cls[0], kern::kSticking);
+  EXPECT_EQ(pa.cls[1], kern::kSliding);
+  EXPECT_EQ(pa.cls[2], fixed_normal ? kern::kSticking : kern::kSeparated);
+  // c̄ = γ̄, Ḡ = W ∘ (γ̄ Pᵀ)
+  const Vec P(cs.P, cs.P + nr);
+  Vec adj_G(nr * nr), fd_c(nr), fd_G(nr * nr);
+  for (int r = 0; r < nr; ++r)
+    for (int s = 0; s < nr; ++s) adj_G[r * nr + s] = (s / 3 == r / 3 ? 1.0 : cs.w[s / 3]) * adj_gamma[r] * P[s];
+  const double eps = 1e-7;
+  for (int r = 0; r < nr; ++r) fd_c[r] = test::central(loss, cs.c[r], eps);
+  for (int k = 0; k < nr * nr; ++k) fd_G[k] = test::central(loss, cs.G[k], eps);
+  expect_gradient(adj_gamma, fd_c, 1e-6, "c");
+  expect_gradient(adj_G, fd_G, 1e-6, "G");
+  expect_gradient(Vec{adj_mu}, Vec{test::central(loss, mu, eps)}, 1e-6, "mu");
+  if (gated) {
+    Vec fd_w(n);
+    for (int i = 0; i < n; ++i) fd_w[i] = test::central(loss, cs.w[i], eps);
+    expect_gradient(adj_w, fd_w, 1e-6, "w");
+  }
+  if (fixed_normal) {
+    Vec fd_pn(n);
+    for (int i = 0; i < n; ++i) fd_pn[i] = test::central(loss, given[i], eps);
+    expect_gradient(adj_pn, fd_pn, 1e-6, "given P_n");
+  }
+}
+
+TEST(ContactAdjoint, ImpulseSolveMatchesFiniteDifferences) {
+  for (bool gated : {false, true})
+    for (bool fixed_normal : {false, true}) {
+      if (gated && fixed_normal) continue;  // soft contact has no gates
+      SCOPED_TRACE(std::string(gated ? "gated" : "hard") + (fixed_normal ? ", given normals" : ""));
+      expect_impulse_solve_matches_fd(gated, fixed_normal);
+    }
+}
+
+}  // namespace
+}  // namespace moreau
