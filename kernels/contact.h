@@ -560,13 +560,15 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
     }
     adj_mu -= pn * (u[0] * y[3 * i + 1] + u[1] * y[3 * i + 2]);
   }
-  // γ_r ∋ w_j G_rs P_s for s in another contact's block j
+  // γ_r ∋ w_j G_rs P_s for s in another contact's block j: w̄_j = Σ_{s∈j} P_s Σ_{r∉j} γ̄_r G_rs
   if (adj_w)
-    for (int r = 0; r < nr; ++r) {
-      if (adj_gamma[r] == 0) continue;
-      for (int s = 0; s < nr; ++s)
-        if (s / 3 != r / 3) adj_w[s / 3] += adj_gamma[r] * cs.G[r * nr + s] * cs.P[s];
-    }
+    for (int j = 0; j < n; ++j)
+      for (int s = 3 * j; s < 3 * j + 3; ++s) {
+        S t = 0;
+        for (int r = 0; r < nr; ++r) t += adj_gamma[r] * cs.G[r * nr + s];
+        for (int r = 3 * j; r < 3 * j + 3; ++r) t -= adj_gamma[r] * cs.G[r * nr + s];
+        adj_w[j] += cs.P[s] * t;
+      }
   return true;
 }
 
