@@ -11,8 +11,8 @@
 #define MOREAU_HD_SMALL MOREAU_HD
 #else
 #define MOREAU_HD inline
-// The spatial-algebra helpers (kernels/spatial.h): always inlined, which GCC does not do by
-// itself for all of them in the long reverse sweeps.
+// The spatial-algebra and joint-model helpers (kernels/spatial.h, kernels/joints.h): always
+// inlined, which GCC does not do by itself for all of them in the long sweeps.
 #define MOREAU_HD_SMALL inline __attribute__((always_inline))
 #endif
 
