@@ -585,6 +585,24 @@ TEST(ContactGradient, StandingQuadrupedMatchesFiniteDifferences) {
   }
 }
 
+// Sliding: with μ = 0.4, gravity tilted by atan(8 / 9.81) > atan(μ) drags the standing robot
+// sideways on all four feet.
+TEST(ContactGradient, SlidingQuadrupedMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 47, 0.0, 8.0);
+    const double mu = 0.4;
+    P.sim.set_param("friction", &mu, 1, 1);
+    P.sim.step(20);
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    const int32_t* active = static_cast<const int32_t*>(P.sim.contact_active().data);
+    for (int k = 0; k < P.model.ncon; ++k) ASSERT_EQ(active[k], 1) << "foot " << k << " not on the ground";
+    EXPECT_GT(P.in.v[0], 0.1) << "the base should be sliding along +x";
+    P.in.q[2] -= 1e-3;
+    expect_matches_fd(P, 1e-5);
+  }
+}
+
 // By default the CPU adjoint keeps every physics step of a control step (one recompute); with
 // fewer tapes it recomputes segments from checkpoints, as the CUDA backend does with one. The
 // arithmetic is the same, so are the bits.
