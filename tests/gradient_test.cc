@@ -104,6 +104,29 @@ struct Problem {
     for (int32_t s : status) EXPECT_EQ(s, 0);
     return g;
   }
+  // The state and action gradients at `in` (one environment) of a float32 simulator of this
+  // model in `mode` (the solver at its float defaults); its status in *status.
+  Batch gradient32(ContactMode mode, int32_t* status) {
+    SimulatorOptions o = options(1, mode);
+    o.dtype = DType::Float32;
+    o.contact.tolerance = 0;  // the float default
+    o.contact.max_iterations = 500;
+    Simulator sim32(model, o);
+    auto to_float = [](const Vec& x) { return std::vector<float>(x.begin(), x.end()); };
+    const std::vector<float> q = to_float(in.q), v = to_float(in.v), u = to_float(in.u), wq = to_float(w.q),
+                             wv = to_float(w.v);
+    std::vector<float> gq(q.size()), gv(v.size()), gu(u.size());
+    Simulator::Gradients g;
+    g.q = gq.data();
+    g.v = gv.data();
+    g.action = gu.data();
+    sim32.step_adjoint(q.data(), v.data(), u.data(), wq.data(), wv.data(), g, status);
+    Batch out(model, 1);
+    out.q.assign(gq.begin(), gq.end());
+    out.v.assign(gv.begin(), gv.end());
+    out.u.assign(gu.begin(), gu.end());
+    return out;
+  }
   // The state and action gradients at `in` (with q in place of in.q if given) of a simulator of
   // this model with options o (one environment).
   Batch gradient_with(const SimulatorOptions& o, const Vec* q = nullptr) {
@@ -216,16 +239,39 @@ TEST(StepGradient, ParameterGradientsMatchFiniteDifferences) {
   EXPECT_GT(std::abs(gm[0]), 0);
 }
 
-// Translating the robot by 100 m changes no gradient by more than 1e-6 relative.
+// Translating the robot by 100 m changes no gradient by more than 1e-6 relative: airborne, and
+// standing on the ground in every contact mode (contact Jacobians use positions relative to
+// the base).
 TEST(StepGradient, TranslationByOneHundredMetresLeavesGradientsUnchanged) {
-  Problem P("anymal_c.json", 1, ContactMode::None, 6);
-  const Batch g0 = P.gradient();
-  P.in.q[0] += 100;
-  P.in.q[1] -= 100;
-  const Batch g1 = P.gradient();
-  EXPECT_NEAR_REL(g0.q, g1.q, 1e-6, 1e-9, "dL/dq");
-  EXPECT_NEAR_REL(g0.v, g1.v, 1e-6, 1e-9, "dL/dv");
-  EXPECT_NEAR_REL(g0.u, g1.u, 1e-6, 1e-9, "dL/daction");
+  for (ContactMode mode :
+       {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 6, mode == ContactMode::None ? 50 : 0);
+    if (mode != ContactMode::None) {
+      P.sim.step(50);  // standing
+      P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+      P.in.q[2] -= 1e-3;
+    }
+    const Batch g0 = P.gradient();
+    // float32 (7 digits: a world-frame lever arm would lose 100 m / 0.5 m of them)
+    int32_t status = 0;
+    const Batch f0 = P.gradient32(mode, &status);
+    P.in.q[0] += 100;
+    P.in.q[1] -= 100;
+    const Batch g1 = P.gradient();
+    EXPECT_NEAR_REL(g0.q, g1.q, 1e-6, 1e-9, "dL/dq");
+    EXPECT_NEAR_REL(g0.v, g1.v, 1e-6, 1e-9, "dL/dv");
+    EXPECT_NEAR_REL(g0.u, g1.u, 1e-6, 1e-9, "dL/daction");
+    EXPECT_EQ(status & ~kStatusSolverNotConverged, 0);
+    const Batch f1 = P.gradient32(mode, &status);
+    EXPECT_EQ(status & ~kStatusSolverNotConverged, 0);
+    for (auto [a, b] : {std::pair{&f0.q, &f1.q}, std::pair{&f0.v, &f1.v}, std::pair{&f0.u, &f1.u}}) {
+      double big = 0;
+      for (double x : *a) big = std::max(big, std::abs(x));
+      EXPECT_GT(big, 0);
+      EXPECT_NEAR_REL(*a, *b, 1e-6, 1e-6 * big, "float32 gradients");
+    }
+  }
 }
 
 // A 32-step rollout: the loss weighs the final base position and velocity. Backward equals
@@ -350,26 +396,13 @@ TEST(StepGradient, FloatAndDoubleGradientsAgree) {
     P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
     P.in.q[2] -= 1e-3;
     const Batch gd = P.gradient();
-    SimulatorOptions o = Problem::options(1, mode);
-    o.dtype = DType::Float32;
-    o.contact.tolerance = 0;  // the float default
-    o.contact.max_iterations = 500;
-    Simulator sim(P.model, o);
-    auto to_float = [](const Vec& x) { return std::vector<float>(x.begin(), x.end()); };
-    const std::vector<float> q = to_float(P.in.q), v = to_float(P.in.v), u = to_float(P.in.u), wq = to_float(P.w.q),
-                             wv = to_float(P.w.v);
-    std::vector<float> gq(q.size()), gv(v.size()), gu(u.size());
-    Simulator::Gradients g;
-    g.q = gq.data();
-    g.v = gv.data();
-    g.action = gu.data();
     int32_t status = 0;
-    sim.step_adjoint(q.data(), v.data(), u.data(), wq.data(), wv.data(), g, &status);
+    const Batch gf = P.gradient32(mode, &status);
     EXPECT_EQ(status & ~kStatusSolverNotConverged, 0);
     double big = 0;
     for (double x : gd.v) big = std::max(big, std::abs(x));
-    EXPECT_NEAR_REL(Vec(gv.begin(), gv.end()), gd.v, 2e-3, 2e-3 * big, "dL/dv float vs double");
-    EXPECT_NEAR_REL(Vec(gu.begin(), gu.end()), gd.u, 2e-3, 2e-3 * big, "dL/daction float vs double");
+    EXPECT_NEAR_REL(gf.v, gd.v, 2e-3, 2e-3 * big, "dL/dv float vs double");
+    EXPECT_NEAR_REL(gf.u, gd.u, 2e-3, 2e-3 * big, "dL/daction float vs double");
   }
 }
 
