@@ -275,10 +275,15 @@ TEST(StepGradient, TranslationByOneHundredMetresLeavesGradientsUnchanged) {
 }
 
 // A 32-step rollout: the loss weighs the final base position and velocity. Backward equals
-// chained single-step adjoints bit for bit, and matches finite differences.
-TEST(RolloutGradient, ThirtyTwoStepsMatchChainedAdjointsAndFiniteDifferences) {
+// chained single-step adjoints bit for bit, and matches finite differences (airborne, and
+// standing on smooth contact through all 128 physics steps).
+void expect_rollout_gradient(ContactMode mode) {
   const int H = 32, n = 2;
-  Problem P("anymal_c.json", n, ContactMode::None, 7);
+  Problem P("anymal_c.json", n, mode, 7, mode == ContactMode::None ? 50 : 0);
+  if (mode != ContactMode::None) {  // standing on the ground
+    P.sim.step(50);
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), n);
+  }
   const Model& m = P.model;
   const size_t sq = n * m.nq, sv = n * m.nv, su = n * m.nu;
   std::mt19937 rng(8);
@@ -349,6 +354,13 @@ TEST(RolloutGradient, ThirtyTwoStepsMatchChainedAdjointsAndFiniteDifferences) {
   for (size_t i = 0; i < H * su; i += 97) {
     const double fd = central([&] { return loss(P.in.q, P.in.v, acts); }, acts[i], eps);
     EXPECT_NEAR(au[i], fd, 1e-5 * std::max(1.0, std::abs(fd))) << "dL/dactions[" << i << "]";
+  }
+}
+
+TEST(RolloutGradient, ThirtyTwoStepsMatchChainedAdjointsAndFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::None, ContactMode::Smooth}) {  // airborne; standing on smooth contact
+    SCOPED_TRACE(contact_mode_name(mode));
+    expect_rollout_gradient(mode);
   }
 }
 
