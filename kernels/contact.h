@@ -771,11 +771,9 @@ MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>
                                  const Workspace<S>& ws, const ContactScratch<S>& cs, const S* v_free,
                                  const S* v_next, ContactAdjoint<S>& ca) {
   const int nv = m.nv, nr = 3 * cs.n;
-  if (cfg.mode == kContactHardSmoothGrad)
-    impulse_velocity(m, ws, cs, ca.x);
-  else
-    for (int d = 0; d < nv; ++d) ca.x[d] = v_next[d] - v_free[d];
+  for (int d = 0; d < nv; ++d) ca.x[d] = cfg.mode == kContactHardSmoothGrad ? S(0) : v_next[d] - v_free[d];
   if (cs.n == 0) return;
+  if (cfg.mode == kContactHardSmoothGrad) impulse_velocity(m, ws, cs, ca.x);
   if (contact_blocks(contact_grad_mode(cfg.mode))) {
     for (int k = 0; k < nr * nv; ++k) ca.K[k] = cs.Y[k];
     for (int r = 0; r < nr; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
