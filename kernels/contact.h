@@ -455,14 +455,14 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_norma
   const int n = cs.n, nr = 3 * n;
   S* gamma = pa.gamma;
   // γ = (W ∘ G) P + c, W_rs = 1 within a contact's block and w_j for s in another block j
-  S ws[3 * kMaxActive];  // w of each row's contact
-  for (int s = 0; s < nr; ++s) ws[s] = cs.w[s / 3];
+  S wr[3 * kMaxActive];  // w of each row's contact
+  for (int s = 0; s < nr; ++s) wr[s] = cs.w[s / 3];
   for (int r = 0; r < nr; ++r) {
     const S* Gr = cs.G + r * nr;
     const int o = r - r % 3;
     S g = cs.c[r];
-    for (int s = 0; s < nr; ++s) g += ws[s] * Gr[s] * cs.P[s];
-    gamma[r] = g + (1 - ws[r]) * (Gr[o] * cs.P[o] + Gr[o + 1] * cs.P[o + 1] + Gr[o + 2] * cs.P[o + 2]);
+    for (int s = 0; s < nr; ++s) g += wr[s] * Gr[s] * cs.P[s];
+    gamma[r] = g + (1 - wr[r]) * (Gr[o] * cs.P[o] + Gr[o + 1] * cs.P[o + 1] + Gr[o + 2] * cs.P[o + 2]);
   }
   const S tiny = S(1e-12);
   for (int i = 0; i < n; ++i) {
@@ -478,8 +478,8 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_norma
     // += k ∂γ_rb/∂P = k (W ∘ G)_rb
     auto add_wg = [&](int rb, S k) {
       const S* Gr = cs.G + rb * nr;
-      for (int s = 0; s < nr; ++s) row[s] += k * ws[s] * Gr[s];
-      for (int s = o; s < o + 3; ++s) row[s] += k * (1 - ws[s]) * Gr[s];
+      for (int s = 0; s < nr; ++s) row[s] += k * wr[s] * Gr[s];
+      for (int s = o; s < o + 3; ++s) row[s] += k * (1 - wr[s]) * Gr[s];
     };
     if (pa.cls[i] == kSeparated || (fixed_normal && a == 0)) {
       row[r] = 1;
@@ -634,7 +634,8 @@ struct ContactResult {
   S residual;
 };
 
-// The contact threshold of `mode`: a point enters the solve when its gap ≤ it.
+// The contact threshold of `mode`: a point enters the solve when its gap ≤ it. Soft: 0
+// (g < 0); hard: the speculative reach, 10 m/s in one step; smooth: g_max.
 template <class S>
 MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p, int env, int mode, S h) {
   if (mode == kContactSmooth) return p.smooth_gmax.get(env);
@@ -682,7 +683,6 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S>& m, const ContactSet
                                          bool from_active = false) {
   ContactResult<S> result{0, 0, S(0)};
   const S mu = p.friction.get(env);
-  // soft: g < 0; hard: speculative reach (10 m/s in one step); smooth: g_max
   const S threshold = contact_threshold(cfg, p, env, mode, h);
   if (from_active)
     restrict_active(m, threshold, v_free, cs);
