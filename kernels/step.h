@@ -329,25 +329,27 @@ MOREAU_HD int reverse_steps(const ModelView<S>& m, const ContactSettings<S>& cfg
 }
 
 // Checkpoints for the adjoint of a control step when its physics steps do not all fit in the
-// tapes: segments of n_tapes steps, each recomputed from its input state (at most
-// kCheckpoints segments).
+// tapes: at most kCheckpoints segments, each recomputed from its input state.
 constexpr int kCheckpoints = 16;
 
 // Adjoint of advance for `rows` seeds at once, sharing the recompute: from the control step's
 // input (q0, v0, u) and, for each row r, the adjoint of its output (adj_q1 + r nq, adj_v1 + r nv),
 // writes adj_q0 + r nq, adj_v0 + r nv and accumulates adj_u + r nu and adj_p[r]. tapes holds
 // n_tapes ≥ 1 physics steps: with one per physics step (the CPU) the control step is recomputed
-// once, recorded, and run backward; with fewer (the GPU: one) the segments' input states are
-// found by a forward pass first. Returns status bits (warnings included: a contact solve that
-// stopped on its cap is differentiated at its last iterate).
+// once, recorded, and run backward. With fewer (the GPU: one), a forward pass first finds the
+// input states of segments of max(n_tapes, ⌈steps/kCheckpoints⌉) steps; each segment is then
+// run backward in blocks of n_tapes steps, last block first, each recomputed from the
+// segment's input (so more steps than kCheckpoints · n_tapes cost more recompute, never the
+// gradient). Returns status bits (warnings included: a contact solve that stopped on its cap
+// is differentiated at its last iterate).
 template <class S>
 MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                           const S* q0, const S* v0, const S* u, int rows, S* adj_q0, S* adj_v0, S* adj_u,
                           ParamAdjoint<S>* adj_p, const S* adj_q1, const S* adj_v1, AdjTape<S>* tapes, int n_tapes,
                           AdjWorkspace<S>& aw, ContactInfo<S>& info) {
   const int nq = m.nq, nv = m.nv, n_steps = m.decimation * cfg.substeps;
-  const int n_seg = (n_steps + n_tapes - 1) / n_tapes;
-  if (n_seg > kCheckpoints) return kStatusNoGradient;
+  const int seg_len = mmax(n_tapes, (n_steps + kCheckpoints - 1) / kCheckpoints);
+  const int n_seg = (n_steps + seg_len - 1) / seg_len;
   int status = input_status(m, q0, v0, u);
   if (status) return status;
   const S h = m.timestep / cfg.substeps;
@@ -357,22 +359,28 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
   for (int seg = 1; seg < n_seg; ++seg) {
     for (int k = 0; k < nq; ++k) cq[seg][k] = cq[seg - 1][k];
     for (int k = 0; k < nv; ++k) cv[seg][k] = cv[seg - 1][k];
-    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, n_tapes, 0, info,
+    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, seg_len, 0, info,
                            static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) return status;
   }
   for (int k = 0; k < rows * nq; ++k) adj_q0[k] = adj_q1[k];
   for (int k = 0; k < rows * nv; ++k) adj_v0[k] = adj_v1[k];
   for (int seg = n_seg - 1; seg >= 0; --seg) {
-    const int count = mmin(n_steps - seg * n_tapes, n_tapes);
-    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, count, 1, info,
-                           static_cast<StepStats<S>*>(nullptr));
-    if (status & kStatusFatal) return status;
-    for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
-    for (int r = 0; r < rows; ++r) {
-      const int st = reverse_steps(m, cfg, p, env, u, tapes, count, adj_q0 + r * nq, adj_v0 + r * nv,
-                                   adj_u + r * m.nu, adj_p[r], aw);
-      if (st) return status | st;
+    const int len = mmin(n_steps - seg * seg_len, seg_len);
+    for (int b = (len - 1) / n_tapes * n_tapes; b >= 0; b -= n_tapes) {  // block of steps b .. b + count − 1
+      const int count = mmin(len - b, n_tapes);
+      S q[kMaxNq], v[kMaxNv];
+      for (int k = 0; k < nq; ++k) q[k] = cq[seg][k];
+      for (int k = 0; k < nv; ++k) v[k] = cv[seg][k];
+      status |= record_steps(m, cfg, p, env, q, v, u, tapes, b, 0, info, static_cast<StepStats<S>*>(nullptr));
+      status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, info, static_cast<StepStats<S>*>(nullptr));
+      if (status & kStatusFatal) return status;
+      for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
+      for (int r = 0; r < rows; ++r) {
+        const int st = reverse_steps(m, cfg, p, env, u, tapes, count, adj_q0 + r * nq, adj_v0 + r * nv,
+                                     adj_u + r * m.nu, adj_p[r], aw);
+        if (st) return status | st;
+      }
     }
   }
   if (!all_finite(adj_q0, rows * nq) || !all_finite(adj_v0, rows * nv) || !all_finite(adj_u, rows * m.nu))

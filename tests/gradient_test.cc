@@ -649,31 +649,34 @@ TEST(ContactGradient, SlidingQuadrupedMatchesFiniteDifferences) {
 }
 
 // By default the CPU adjoint keeps every physics step of a control step (one recompute); with
-// fewer tapes it recomputes segments from checkpoints, as the CUDA backend does with one. The
-// arithmetic is the same, so are the bits.
+// fewer tapes it recomputes segments from checkpoints, as the CUDA backend does with one. With
+// 9 substeps (36 physics steps, more than kCheckpoints = 16) the segments are 3 steps long and
+// are run backward in blocks of 1 or 2 (2 + 1) steps. The arithmetic is the same, so are the bits.
 TEST(StepGradient, FewerTapesGiveTheSameGradientsBitForBit) {
-  for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
-    SCOPED_TRACE(contact_mode_name(mode));
-    Problem P("anymal_c.json", 1, mode, 43, 0.0);
-    P.sim.step(30);  // feet on the ground
-    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
-    auto gradient = [&](int tapes) {
-      SimulatorOptions o = Problem::options(1, mode);
-      o.adjoint_tapes = tapes;
-      return P.gradient_with(o);
-    };
-    const Batch all = gradient(0);
-    double largest = 0;
-    for (double x : all.u) largest = std::max(largest, std::abs(x));
-    EXPECT_GT(largest, 0);
-    for (int tapes : {1, 3}) {
-      SCOPED_TRACE("adjoint_tapes " + std::to_string(tapes));
-      const Batch g = gradient(tapes);
-      EXPECT_EQ(std::memcmp(g.q.data(), all.q.data(), sizeof(double) * g.q.size()), 0);
-      EXPECT_EQ(std::memcmp(g.v.data(), all.v.data(), sizeof(double) * g.v.size()), 0);
-      EXPECT_EQ(std::memcmp(g.u.data(), all.u.data(), sizeof(double) * g.u.size()), 0);
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::HardSmoothGrad})
+    for (int substeps : {0, 9}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + ", substeps " + std::to_string(substeps));
+      Problem P("anymal_c.json", 1, mode, 43, 0.0);
+      P.sim.step(30);  // feet on the ground
+      P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+      auto gradient = [&](int tapes) {
+        SimulatorOptions o = Problem::options(1, mode);
+        o.contact.substeps = substeps;
+        o.adjoint_tapes = tapes;
+        return P.gradient_with(o);
+      };
+      const Batch all = gradient(0);
+      double largest = 0;
+      for (double x : all.u) largest = std::max(largest, std::abs(x));
+      EXPECT_GT(largest, 0);
+      for (int tapes : {1, 2, 3}) {
+        SCOPED_TRACE("adjoint_tapes " + std::to_string(tapes));
+        const Batch g = gradient(tapes);
+        EXPECT_EQ(std::memcmp(g.q.data(), all.q.data(), sizeof(double) * g.q.size()), 0);
+        EXPECT_EQ(std::memcmp(g.v.data(), all.v.data(), sizeof(double) * g.v.size()), 0);
+        EXPECT_EQ(std::memcmp(g.u.data(), all.u.data(), sizeof(double) * g.u.size()), 0);
+      }
     }
-  }
 }
 
 // step_adjoint_rows: 45 seeds at once (more than one pass takes, so in two blocks) give
