@@ -1,6 +1,7 @@
 // The integrator's physics (kernels/step.h) through the host Simulator: convergence order of
 // the energy error, exact free fall, torque-free rotation, float vs double, thread
-// determinism, actuator torque formula and implicit joint damping.
+// determinism, actuator torque formula (and its adjoint, stage by stage) and implicit joint
+// damping.
 //
 // Unless stated otherwise everything runs on the CPU in double precision (DType::Float64).
 #include <gtest/gtest.h>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "host/backend.h"
+#include "kernels/step.h"
 #include "moreau/dynamics.h"
 #include "moreau/model.h"
 #include "moreau/simulator.h"
@@ -21,6 +24,7 @@ namespace moreau {
 namespace {
 
 using test::asset;
+using test::central;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -517,13 +521,9 @@ double expected_dv(const Model& model, double q, double v, double tau) {
   return h * (tau - b) / H;
 }
 
-struct ActCase {
-  const char* regime;
-  double q, v, ctrl;
-  double f_expected;  // actuator force f (before the gear) worked out by hand
-};
-
-TEST(Actuators, PositionServoTorqueInEachRegime) {
+// A position servo (gear 2, kp 100, kd 5) limited to [−30, 40] and by the torque–speed line
+// of peak 50 and vmax 10.
+ActuatorSpec limited_servo() {
   ActuatorSpec a;
   a.type = ActuatorType::Position;
   a.gear = 2;
@@ -533,7 +533,27 @@ TEST(Actuators, PositionServoTorqueInEachRegime) {
   a.force_range = {-30, 40};
   a.peak_force = 50;
   a.max_velocity = 10;
-  const Model model = one_dof(a);
+  return a;
+}
+
+// A motor (gear 2) with control range [−1, 2].
+ActuatorSpec ranged_motor() {
+  ActuatorSpec a;
+  a.type = ActuatorType::Motor;
+  a.gear = 2;
+  a.ctrl_limited = true;
+  a.ctrl_range = {-1, 2};
+  return a;
+}
+
+struct ActCase {
+  const char* regime;
+  double q, v, ctrl;
+  double f_expected;  // actuator force f (before the gear) worked out by hand
+};
+
+TEST(Actuators, PositionServoTorqueInEachRegime) {
+  const Model model = one_dof(limited_servo());
   const double h = model.timestep;
   // f = kp (u − g q_M) − kd g v, clamped to [f_min, f_max] with, for l̇ = g v, r = l̇ / vmax:
   //   f_max = clamp(50 (1 − r), 0, 40), f_min = −clamp(50 (1 + r), 0, 30).
@@ -599,12 +619,7 @@ TEST(Actuators, ServoGainsComeFromTheParametersAndGearScalesLengthAndTorque) {
 }
 
 TEST(Actuators, MotorCtrlRangeClamping) {
-  ActuatorSpec a;
-  a.type = ActuatorType::Motor;
-  a.gear = 2;
-  a.ctrl_limited = true;
-  a.ctrl_range = {-1, 2};
-  const Model model = one_dof(a);
+  const Model model = one_dof(ranged_motor());
   struct {
     double ctrl, u;
   } cases[] = {{0.5, 0.5}, {5.0, 2.0}, {-3.0, -1.0}, {2.0, 2.0}, {-1.0, -1.0}};
@@ -616,6 +631,65 @@ TEST(Actuators, MotorCtrlRangeClamping) {
   }
   // And the clamped control really differs from the unclamped one.
   EXPECT_GT(std::abs(expected_dv(model, q, v, 2 * 5.0) - expected_dv(model, q, v, 2 * 2.0)), 1e-3);
+}
+
+// adj_actuator_forces against central differences of L = τ̄ τ(q, v, ctrl; kp, kd) from
+// actuator_forces, called directly, in each regime of the servo above (inputs away from the
+// switches) and for a motor inside and outside its control range. Each case names the inputs
+// whose gradient must be non-zero; the others must be exactly zero (a binding clamp).
+TEST(ActuatorAdjoint, EachRegimeMatchesFiniteDifferences) {
+  const Model servo_model = one_dof(limited_servo()), motor_model = one_dof(ranged_motor());
+  struct Case {
+    const Model* model;
+    const char* regime;
+    double q, v, ctrl;
+    const char* nonzero;  // of "qvukd" (u: ctrl, k: kp, d: kd)
+  } cases[] = {
+      {&servo_model, "unclamped", 0.3, 0.1, 0.7, "qvukd"},              // f = 9 in [−30, 40]
+      {&servo_model, "clamped at force_range[1]", 0.3, 0.1, 1.6, ""},  // f = 99 > 40
+      {&servo_model, "clamped at force_range[0]", 0.3, 0.1, -0.4, ""},  // f = −101 < −30
+      {&servo_model, "torque-speed line (f_max)", 0.0, 2.5, 2.0, "v"},  // f_max = 50 (1 − l̇/10) = 25
+      {&servo_model, "torque-speed line (f_min)", 0.0, -2.5, -2.0, "v"},
+      {&servo_model, "beyond max_velocity", 0.0, 6.0, 5.0, ""},          // f_max = 0
+      {&servo_model, "unclamped inside the line", 0.0, 2.5, 0.35, "qvukd"},
+      {&motor_model, "motor inside its control range", 0.2, -0.3, 0.5, "u"},
+      {&motor_model, "motor above its control range", 0.2, -0.3, 5.0, ""},
+  };
+  const double tau_bar = 1.3, eps = 1e-6;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.regime);
+    PackedModel<double> packed(*c.model);
+    const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
+    double x[5] = {c.q, c.v, c.ctrl, c.model->actuator_kp[0], c.model->actuator_kd[0]};
+    auto loss = [&]() {
+      kern::Params<double> p{};
+      p.kp = {&x[3], 1};
+      p.kd = {&x[4], 1};
+      double tau = 0;
+      kern::actuator_forces(m, p, 0, &x[0], &x[1], &x[2], &tau);
+      return tau_bar * tau;
+    };
+    kern::Params<double> p{};
+    p.kp = {&x[3], 1};
+    p.kd = {&x[4], 1};
+    kern::ParamAdjoint<double> adj_p;
+    kern::adj_clear(m, adj_p);
+    double adj_q = 0, adj_v = 0, adj_ctrl = 0;
+    kern::adj_actuator_forces(m, p, 0, &x[0], &x[1], &x[2], &adj_q, &adj_v, &adj_ctrl, adj_p, &tau_bar);
+    const double adjoint[5] = {adj_q, adj_v, adj_ctrl, adj_p.kp[0], adj_p.kd[0]};
+    const std::string names = "qvukd";
+    for (int i = 0; i < 5; ++i) {
+      const bool servo_param = i >= 3 && c.model == &servo_model;
+      if (i >= 3 && !servo_param) continue;  // a motor has no gains
+      const double fd = central(loss, x[i], eps);
+      EXPECT_NEAR(adjoint[i], fd, 1e-7 * std::max(1.0, std::abs(fd))) << "input " << names[i];
+      if (std::string(c.nonzero).find(names[i]) != std::string::npos) {
+        EXPECT_GT(std::abs(adjoint[i]), 1e-3) << "input " << names[i] << " should have a gradient";
+      } else {
+        EXPECT_EQ(adjoint[i], 0.0) << "input " << names[i] << " should have none";
+      }
+    }
+  }
 }
 
 TEST(Damping, JointDampingIsImplicit) {
