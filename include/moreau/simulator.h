@@ -72,8 +72,8 @@ struct SimulatorOptions {
   int decimation = 0;            // 0 = the model's
   // CPU adjoint: physics steps whose intermediates it keeps (133 KB each in float64).
   // 0 = every step of a control step, up to 64 (one recompute); fewer trade memory for
-  // time: segments of this many steps, each recomputed from a checkpoint (at most 16
-  // segments). The CUDA backend keeps 1.
+  // time: blocks of this many steps, each recomputed from one of at most 16 checkpoints
+  // (docs/gradients.md). The CUDA backend keeps 1.
   int adjoint_tapes = 0;
   ContactOptions contact;
 };
