@@ -2,12 +2,15 @@
 // double: the contact kinematics (Jacobian rows and gaps), the soft model's normal impulses,
 // and the implicit differentiation of the impulse solve with a separated, a sticking and a
 // sliding contact, for hard contact, with the smooth model's gates and with given normal
-// impulses (soft). The whole physics step is checked in tests/gradient_test.cc.
+// impulses (soft), and that implicit adjoint as the limit of the solver's own iterations
+// differentiated (dual numbers). The whole physics step is checked in tests/gradient_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/contact.h"
@@ -145,86 +148,104 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
 // A three-contact impulse solve built around a chosen solution: contact 0 sticking (γ_0 = 0),
 // contact 1 sliding (P_t = −μ P_n u with γ_t = s u, γ_n = 0), contact 2 separated (P = 0,
 // γ_n > 0; with given normal impulses sticking instead: a given P_n = 0 is a switch);
-// c = γ − (W ∘ G) P for a random positive definite G. L = ⟨P̄, P⟩ through adj_pgs_setup /
-// adj_pgs_solve against central differences of the converged solve in c, G (every entry), μ,
-// the gates w (smooth) and the given normal impulses (soft).
-void expect_impulse_solve_matches_fd(bool gated, bool fixed_normal) {
-  std::mt19937 rng(41 + 2 * gated + fixed_normal);
-  std::normal_distribution<double> normal(0, 1);
-  const int n = 3, nr = 3 * n;
+// c = γ − (W ∘ G) P for a random positive definite G, and a random seed P̄.
+struct ChosenSolve {
+  static constexpr int n = 3, nr = 3 * n;
+  bool gated, fixed_normal;
   kern::ContactScratch<double> cs;
-  cs.n = n;
-  double A[9][9];
-  for (auto& row : A)
-    for (double& x : row) x = 0.4 * normal(rng);
-  for (int r = 0; r < nr; ++r)
-    for (int s = 0; s < nr; ++s) {
-      double g = r == s ? 0.5 : 0.0;
-      for (int k = 0; k < nr; ++k) g += A[r][k] * A[s][k];
-      cs.G[r * nr + s] = g;
-    }
-  for (int i = 0; i < n; ++i) cs.w[i] = gated ? 0.3 + 0.2 * i : 1.0;
   double mu = 0.5;
-  double P_target[9] = {1.0, 0.1, -0.05, 0.8, -mu * 0.8 * 0.6, -mu * 0.8 * 0.8, 0, 0, 0};
-  double gamma[9] = {0, 0, 0, 0, 0.3 * 0.6, 0.3 * 0.8, 0.4, 0.1, -0.2};
-  if (fixed_normal) {
-    const double sticking[3] = {0.6, -0.05, 0.12};
-    for (int a = 0; a < 3; ++a) {
-      P_target[6 + a] = sticking[a];
-      gamma[6 + a] = 0;
+  Vec given = Vec(n), Pbar = Vec(nr);
+  double P_target[nr];
+  ChosenSolve(bool gated_, bool fixed_normal_) : gated(gated_), fixed_normal(fixed_normal_) {
+    std::mt19937 rng(41 + 2 * gated + fixed_normal);
+    std::normal_distribution<double> normal(0, 1);
+    cs.n = n;
+    double A[nr][nr];
+    for (auto& row : A)
+      for (double& x : row) x = 0.4 * normal(rng);
+    for (int r = 0; r < nr; ++r)
+      for (int s = 0; s < nr; ++s) {
+        double g = r == s ? 0.5 : 0.0;
+        for (int k = 0; k < nr; ++k) g += A[r][k] * A[s][k];
+        cs.G[r * nr + s] = g;
+      }
+    for (int i = 0; i < n; ++i) cs.w[i] = gated ? 0.3 + 0.2 * i : 1.0;
+    const double target[nr] = {1.0, 0.1, -0.05, 0.8, -mu * 0.8 * 0.6, -mu * 0.8 * 0.8, 0, 0, 0};
+    double gamma[nr] = {0, 0, 0, 0, 0.3 * 0.6, 0.3 * 0.8, 0.4, 0.1, -0.2};
+    std::copy(target, target + nr, P_target);
+    if (fixed_normal) {
+      const double sticking[3] = {0.6, -0.05, 0.12};
+      for (int a = 0; a < 3; ++a) {
+        P_target[6 + a] = sticking[a];
+        gamma[6 + a] = 0;
+      }
     }
+    for (int r = 0; r < nr; ++r) {
+      double g = gamma[r];
+      for (int s = 0; s < nr; ++s) g -= (s / 3 == r / 3 ? 1.0 : cs.w[s / 3]) * cs.G[r * nr + s] * P_target[s];
+      cs.c[r] = g;
+    }
+    for (int i = 0; i < n; ++i) given[i] = P_target[3 * i];
+    for (double& x : Pbar) x = normal(rng);
   }
-  for (int r = 0; r < nr; ++r) {
-    double g = gamma[r];
-    for (int s = 0; s < nr; ++s) g -= (s / 3 == r / 3 ? 1.0 : cs.w[s / 3]) * cs.G[r * nr + s] * P_target[s];
-    cs.c[r] = g;
-  }
-  Vec given(n);
-  for (int i = 0; i < n; ++i) given[i] = P_target[3 * i];
-  auto solve = [&]() {
+  // The converged solve of cs (given normal impulses from `given`).
+  void solve() {
     if (fixed_normal)
       for (int i = 0; i < n; ++i) cs.P[3 * i] = given[i];
     double residual = 0;
     kern::pgs_solve(cs, mu, fixed_normal, 100000, 1e-15, &residual);
     EXPECT_LT(residual, 1e-12);
+  }
+  // The implicit adjoint of L = ⟨P̄, P⟩ at the converged solve: c̄ (= γ̄), Ḡ = W ∘ (γ̄ Pᵀ), μ̄,
+  // w̄ (gated) and the given normal impulses' adjoint (fixed_normal).
+  struct Adjoint {
+    Vec c, G, w, pn;
+    double mu = 0;
   };
-  solve();
-  for (int r = 0; r < nr; ++r) ASSERT_NEAR(cs.P[r], P_target[r], 1e-10) << "the solve found another solution, row " << r;
-  Vec Pbar(nr);
-  for (double& x : Pbar) x = normal(rng);
-  auto loss = [&]() {
+  Adjoint adjoint() {
     solve();
-    return dot(Pbar, cs.P);
+    for (int r = 0; r < nr; ++r) EXPECT_NEAR(cs.P[r], P_target[r], 1e-10) << "the solve found another solution, row " << r;
+    kern::PgsAdjoint<double> pa;
+    kern::adj_pgs_setup(cs, mu, fixed_normal, pa);
+    Adjoint a{Vec(nr), Vec(nr * nr), Vec(n, 0.0), Vec(n, 0.0)};
+    EXPECT_TRUE(kern::adj_pgs_solve(cs, mu, fixed_normal, pa, Pbar.data(), a.c.data(), gated ? a.w.data() : nullptr,
+                                    a.mu, a.pn.data()));
+    EXPECT_EQ(pa.cls[0], kern::kSticking);
+    EXPECT_EQ(pa.cls[1], kern::kSliding);
+    EXPECT_EQ(pa.cls[2], fixed_normal ? kern::kSticking : kern::kSeparated);
+    for (int r = 0; r < nr; ++r)
+      for (int s = 0; s < nr; ++s) a.G[r * nr + s] = (s / 3 == r / 3 ? 1.0 : cs.w[s / 3]) * a.c[r] * cs.P[s];
+    return a;
+  }
+};
+
+// L = ⟨P̄, P⟩ through adj_pgs_setup / adj_pgs_solve against central differences of the
+// converged solve in c, G (every entry), μ, the gates w (smooth) and the given normal impulses
+// (soft).
+void expect_impulse_solve_matches_fd(bool gated, bool fixed_normal) {
+  ChosenSolve S(gated, fixed_normal);
+  const ChosenSolve::Adjoint adj = S.adjoint();
+  const int n = S.n, nr = S.nr;
+  auto loss = [&]() {
+    S.solve();
+    return dot(S.Pbar, S.cs.P);
   };
-  kern::PgsAdjoint<double> pa;
-  kern::adj_pgs_setup(cs, mu, fixed_normal, pa);
-  Vec adj_gamma(nr), adj_w(n, 0.0), adj_pn(n, 0.0);
-  double adj_mu = 0;
-  ASSERT_TRUE(kern::adj_pgs_solve(cs, mu, fixed_normal, pa, Pbar.data(), adj_gamma.data(),
-                                  gated ? adj_w.data() : nullptr, adj_mu, adj_pn.data()));
-  EXPECT_EQ(pa.cls[0], kern::kSticking);
-  EXPECT_EQ(pa.cls[1], kern::kSliding);
-  EXPECT_EQ(pa.cls[2], fixed_normal ? kern::kSticking : kern::kSeparated);
-  // c̄ = γ̄, Ḡ = W ∘ (γ̄ Pᵀ)
-  const Vec P(cs.P, cs.P + nr);
-  Vec adj_G(nr * nr), fd_c(nr), fd_G(nr * nr);
-  for (int r = 0; r < nr; ++r)
-    for (int s = 0; s < nr; ++s) adj_G[r * nr + s] = (s / 3 == r / 3 ? 1.0 : cs.w[s / 3]) * adj_gamma[r] * P[s];
+  Vec fd_c(nr), fd_G(nr * nr);
   const double eps = 1e-7;
-  for (int r = 0; r < nr; ++r) fd_c[r] = test::central(loss, cs.c[r], eps);
-  for (int k = 0; k < nr * nr; ++k) fd_G[k] = test::central(loss, cs.G[k], eps);
-  expect_gradient(adj_gamma, fd_c, 1e-6, "c");
-  expect_gradient(adj_G, fd_G, 1e-6, "G");
-  expect_gradient(Vec{adj_mu}, Vec{test::central(loss, mu, eps)}, 1e-6, "mu");
+  for (int r = 0; r < nr; ++r) fd_c[r] = test::central(loss, S.cs.c[r], eps);
+  for (int k = 0; k < nr * nr; ++k) fd_G[k] = test::central(loss, S.cs.G[k], eps);
+  expect_gradient(adj.c, fd_c, 1e-6, "c");
+  expect_gradient(adj.G, fd_G, 1e-6, "G");
+  expect_gradient(Vec{adj.mu}, Vec{test::central(loss, S.mu, eps)}, 1e-6, "mu");
   if (gated) {
     Vec fd_w(n);
-    for (int i = 0; i < n; ++i) fd_w[i] = test::central(loss, cs.w[i], eps);
-    expect_gradient(adj_w, fd_w, 1e-6, "w");
+    for (int i = 0; i < n; ++i) fd_w[i] = test::central(loss, S.cs.w[i], eps);
+    expect_gradient(adj.w, fd_w, 1e-6, "w");
   }
   if (fixed_normal) {
     Vec fd_pn(n);
-    for (int i = 0; i < n; ++i) fd_pn[i] = test::central(loss, given[i], eps);
-    expect_gradient(adj_pn, fd_pn, 1e-6, "given P_n");
+    for (int i = 0; i < n; ++i) fd_pn[i] = test::central(loss, S.given[i], eps);
+    expect_gradient(adj.pn, fd_pn, 1e-6, "given P_n");
   }
 }
 
@@ -234,6 +255,92 @@ TEST(ContactAdjoint, ImpulseSolveMatchesFiniteDifferences) {
       if (gated && fixed_normal) continue;  // soft contact has no gates
       SCOPED_TRACE(std::string(gated ? "gated" : "hard") + (fixed_normal ? ", given normals" : ""));
       expect_impulse_solve_matches_fd(gated, fixed_normal);
+    }
+}
+
+// A forward-mode dual number (value, derivative along one direction), for running the solver's
+// own iterations with derivatives: what an unrolled reverse of the solver returns, as a
+// directional derivative.
+struct Dual {
+  double v, d;
+  Dual(double value = 0, double derivative = 0) : v(value), d(derivative) {}
+  friend Dual operator+(Dual a, Dual b) { return {a.v + b.v, a.d + b.d}; }
+  friend Dual operator-(Dual a, Dual b) { return {a.v - b.v, a.d - b.d}; }
+  friend Dual operator-(Dual a) { return {-a.v, -a.d}; }
+  friend Dual operator*(Dual a, Dual b) { return {a.v * b.v, a.d * b.v + a.v * b.d}; }
+  friend Dual operator/(Dual a, Dual b) { return {a.v / b.v, (a.d * b.v - a.v * b.d) / (b.v * b.v)}; }
+  Dual& operator+=(Dual b) { return *this = *this + b; }
+  Dual& operator-=(Dual b) { return *this = *this - b; }
+  Dual& operator*=(Dual b) { return *this = *this * b; }
+  Dual& operator/=(Dual b) { return *this = *this / b; }
+  friend bool operator<(Dual a, Dual b) { return a.v < b.v; }
+  friend bool operator>(Dual a, Dual b) { return a.v > b.v; }
+  friend bool operator<=(Dual a, Dual b) { return a.v <= b.v; }
+  friend bool operator>=(Dual a, Dual b) { return a.v >= b.v; }
+  friend bool operator==(Dual a, Dual b) { return a.v == b.v; }
+};
+Dual msqrt(Dual x) {
+  const double r = std::sqrt(x.v);
+  return {r, r > 0 ? x.d / (2 * r) : 0.0};
+}
+Dual mabs(Dual x) { return x.v < 0 ? -x : x; }
+
+// CONTACT.md's cross-check of the implicit adjoint: the derivative of the solver's own
+// iterations (pgs_solve on dual numbers, `sweeps` sweeps from the cold start), along a random
+// direction in c, G, μ, w and the given normal impulses, against the implicit adjoint's
+// ⟨adjoint, direction⟩ on the chosen problem. Returns |unrolled − implicit| / |implicit| and
+// the solve's residual after those sweeps.
+struct UnrolledError {
+  double relative, residual;
+};
+UnrolledError unrolled_vs_implicit(ChosenSolve& S, const ChosenSolve::Adjoint& adj, int sweeps) {
+  const int n = S.n, nr = S.nr;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal(0, 1);
+  kern::ContactScratch<Dual> cs;
+  cs.n = n;
+  double implicit = 0;
+  auto seed = [&](double x, double adjoint) {
+    const double dx = normal(rng);
+    implicit += adjoint * dx;
+    return Dual(x, dx);
+  };
+  for (int r = 0; r < nr; ++r) cs.c[r] = seed(S.cs.c[r], adj.c[r]);
+  for (int k = 0; k < nr * nr; ++k) cs.G[k] = seed(S.cs.G[k], adj.G[k]);
+  for (int i = 0; i < n; ++i) {
+    cs.w[i] = S.gated ? seed(S.cs.w[i], adj.w[i]) : Dual(S.cs.w[i]);
+    if (S.fixed_normal) cs.P[3 * i] = seed(S.given[i], adj.pn[i]);
+  }
+  const Dual mu = seed(S.mu, adj.mu);
+  Dual residual;
+  kern::pgs_solve(cs, mu, S.fixed_normal, sweeps, Dual(0), &residual);
+  double unrolled = 0;
+  for (int r = 0; r < nr; ++r) unrolled += S.Pbar[r] * cs.P[r].d;
+  return {std::abs(unrolled - implicit) / std::abs(implicit), residual.v};
+}
+
+// The unrolled derivative converges to the implicit adjoint as the solver converges (to 1e-9
+// relative), and is far from it after one sweep: the implicit adjoint is the limit of what
+// differentiating the iterations gives, without storing them. The error against the sweep
+// count goes to docs/gradients.md ("Why implicit"); `ctest --preset release -R Unrolled -V`
+// prints it.
+TEST(ContactAdjoint, ImplicitAdjointIsTheLimitOfTheUnrolledSolver) {
+  for (bool gated : {false, true})
+    for (bool fixed_normal : {false, true}) {
+      if (gated && fixed_normal) continue;
+      const std::string name = std::string(gated ? "gated" : "hard") + (fixed_normal ? ", given normals" : "");
+      SCOPED_TRACE(name);
+      ChosenSolve S(gated, fixed_normal);
+      const ChosenSolve::Adjoint adj = S.adjoint();
+      std::printf("%-20s sweeps: relative error of the unrolled derivative (solve residual [m/s])\n", name.c_str());
+      for (int sweeps : {1, 2, 4, 8, 16, 32, 64}) {
+        const UnrolledError e = unrolled_vs_implicit(S, adj, sweeps);
+        std::printf("  %3d: %.1e (%.1e)\n", sweeps, e.relative, e.residual);
+        if (sweeps == 1) EXPECT_GT(e.relative, 1e-3);
+      }
+      const UnrolledError converged = unrolled_vs_implicit(S, adj, 1000);
+      EXPECT_LT(converged.residual, 1e-13);
+      EXPECT_LT(converged.relative, 1e-9);
     }
 }
 
