@@ -37,6 +37,32 @@ __global__ void reset_kernel(kern::ModelView<S> m, kern::Batch<S> b, const int32
   if (i < count) kern::reset_env(m, b, env_ids[i]);
 }
 
+// After a launch: a failure to reserve the kernel's local memory gets a message that says why.
+// The driver reserves the per-thread stack frame for every thread the device can hold at once
+// (threads per SM x SMs, about 28 GB for the adjoint's ~100 KB on an H200) and keeps it for the
+// context.
+template <class Kernel>
+void check_launch(Kernel kernel, const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return;
+  if (e != cudaErrorMemoryAllocation && e != cudaErrorLaunchOutOfResources)
+    throw Error(std::string(what) + " kernel launch: " + cudaGetErrorString(e));
+  cudaFuncAttributes attr{};
+  int dev = 0, sms = 0, threads = 0;
+  size_t free_bytes = 0, total = 0;
+  cudaGetDevice(&dev);
+  cudaFuncGetAttributes(&attr, kernel);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, dev);
+  cudaMemGetInfo(&free_bytes, &total);
+  const size_t need = attr.localSizeBytes * static_cast<size_t>(threads) * static_cast<size_t>(sms);
+  throw Error(std::string(what) + " kernel on CUDA device " + std::to_string(dev) + ": " + cudaGetErrorString(e) +
+              ". Its " + std::to_string(attr.localSizeBytes) + " bytes of local memory per thread are reserved for " +
+              std::to_string(threads) + " threads on each of " + std::to_string(sms) + " SMs: about " +
+              std::to_string(need) + " bytes of device memory, of which " + std::to_string(free_bytes) + " of " +
+              std::to_string(total) + " are free (docs/gradients.md, \"GPU memory\")");
+}
+
 class CudaMemory : public Memory {
  public:
   CudaMemory(int device, cudaStream_t stream) : device_(device), stream_(stream) {
@@ -94,7 +120,7 @@ class CudaBackend : public TypedBackend<float> {
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
     control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, cfg, p, b, k);
-    MOREAU_CUDA_CHECK(cudaGetLastError());
+    check_launch(control_step_fwd_kernel<float>, "step");
   }
   int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
@@ -102,10 +128,11 @@ class CudaBackend : public TypedBackend<float> {
     const int blocks = (io.n_env + kBlock - 1) / kBlock;
     if (adjoint) {
       pure_step_adj_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
+      check_launch(pure_step_adj_kernel<float>, "adjoint");
     } else {
       pure_step_fwd_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
+      check_launch(pure_step_fwd_kernel<float>, "step_pure");
     }
-    MOREAU_CUDA_CHECK(cudaGetLastError());
   }
   void launch_reset(const kern::ModelView<float>& m, const kern::Batch<float>& b, const int32_t* env_ids,
                     int count) override {
