@@ -378,36 +378,68 @@ TEST(RolloutGradient, ThirtyTwoStepsMatchChainedAdjointsAndFiniteDifferences) {
   }
 }
 
-// 100,000 random steps over all modes, including extreme states (fast spins, bases pressed
-// into the ground, wild actions): no NaN or Inf in any gradient from a finite state (a
-// non-finite one would set kStatusNanGradient).
+// Random states (base heights 0.2–0.7 m: feet from well clear of the ground to 0.3 m into it;
+// every fifth round spinning 30 times faster; wild actions) under per-environment parameters
+// cycling through extremes (frictionless to μ = 3, k_n 1e2–1e4, smooth k 30–1e5 (gates
+// saturated), zero and large gains, an added base mass), `rounds` adjoints of n environments
+// of P's mode in `dtype`: no NaN or Inf in any gradient from a finite state (a non-finite one
+// would set kStatusNanGradient).
+template <class T>
+void expect_finite_gradients(Problem& P, DType dtype, int rounds) {
+  const int n = P.in.n, nu = P.model.nu;
+  SimulatorOptions o = P.sim.options();
+  o.dtype = dtype;
+  o.contact.tolerance = 0;  // the solver's defaults, not the finite-difference tests' tight ones
+  o.contact.max_iterations = 500;
+  Simulator sim(P.model, o);
+  const double friction[] = {0, 0.05, 1, 3}, kn[] = {1e2, 1e3, 1e4}, smooth_k[] = {30, 300, 3e3, 1e5},
+               kp[] = {0, 80, 1e3}, kd[] = {0, 2, 50}, added[] = {0, 5, 40};
+  Vec per_env(n), gains(n * nu);
+  auto set = [&](const char* name, const double* values, int count) {
+    for (int e = 0; e < n; ++e) per_env[e] = values[e % count];
+    sim.set_param(name, per_env.data(), n, 1);
+  };
+  set("friction", friction, 4);
+  set("contact_kn", kn, 3);
+  set("smooth_k", smooth_k, 4);
+  set("added_base_mass", added, 3);
+  for (auto [name, values] : {std::pair{"kp", kp}, std::pair{"kd", kd}}) {
+    for (int e = 0; e < n; ++e)
+      for (int a = 0; a < nu; ++a) gains[e * nu + a] = values[(e / 3 + a) % 3];
+    sim.set_param(name, gains.data(), n, nu);
+  }
+  std::mt19937 rng(13);
+  std::normal_distribution<double> normal(0, 1);
+  std::uniform_real_distribution<double> height(0.2, 0.7);
+  auto as_T = [](const Vec& x) { return std::vector<T>(x.begin(), x.end()); };
+  for (int r = 0; r < rounds; ++r) {
+    const double scale = r % 5 == 0 ? 30.0 : 1.0;
+    for (int e = 0; e < n; ++e) P.in.q[2 * n + e] = height(rng);
+    for (double& x : P.in.v) x = scale * normal(rng);
+    for (double& x : P.in.u) x = 5 * normal(rng);
+    const std::vector<T> q = as_T(P.in.q), v = as_T(P.in.v), u = as_T(P.in.u), wq = as_T(P.w.q), wv = as_T(P.w.v);
+    std::vector<T> gq(q.size()), gv(v.size()), gu(u.size());
+    Simulator::Gradients grads;
+    grads.q = gq.data();
+    grads.v = gv.data();
+    grads.action = gu.data();
+    std::vector<int32_t> status(n);
+    sim.step_adjoint(q.data(), v.data(), u.data(), wq.data(), wv.data(), grads, status.data());
+    for (int e = 0; e < n; ++e) ASSERT_EQ(status[e] & kStatusNanGradient, 0) << "env " << e << " round " << r;
+    for (const std::vector<T>* g : {&gq, &gv, &gu})
+      for (T x : *g) ASSERT_TRUE(std::isfinite(x));
+  }
+}
+
+// 100,000 random steps over all modes in float64 and 25,000 in float32 (above).
 TEST(StepGradient, NoNonFiniteGradientsOverManyRandomSteps) {
-  const int n = 1000, rounds = 20;
+  const int n = 1000;
   for (ContactMode mode :
        {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
     SCOPED_TRACE(contact_mode_name(mode));
     Problem P("anymal_c.json", n, mode, 12, 0.0);
-    std::mt19937 rng(13);
-    std::normal_distribution<double> normal(0, 1);
-    std::uniform_real_distribution<double> height(0.2, 0.7);
-    for (int r = 0; r < rounds; ++r) {
-      const double scale = r % 5 == 0 ? 30.0 : 1.0;  // every fifth round: very fast states
-      for (int e = 0; e < n; ++e) P.in.q[2 * n + e] = height(rng);  // feet above, on and in the ground
-      for (double& x : P.in.v) x = scale * normal(rng);
-      for (double& x : P.in.u) x = 5 * normal(rng);
-      Batch g(P.model, n);
-      Simulator::Gradients grads;
-      grads.q = g.q.data();
-      grads.v = g.v.data();
-      grads.action = g.u.data();
-      std::vector<int32_t> status(n);
-      P.sim.step_adjoint(P.in.q.data(), P.in.v.data(), P.in.u.data(), P.w.q.data(), P.w.v.data(), grads,
-                         status.data());
-      for (int e = 0; e < n; ++e) ASSERT_EQ(status[e] & kStatusNanGradient, 0) << "env " << e << " round " << r;
-      for (double x : g.q) ASSERT_TRUE(std::isfinite(x));
-      for (double x : g.v) ASSERT_TRUE(std::isfinite(x));
-      for (double x : g.u) ASSERT_TRUE(std::isfinite(x));
-    }
+    expect_finite_gradients<double>(P, DType::Float64, 20);
+    expect_finite_gradients<float>(P, DType::Float32, 5);
   }
 }
 
