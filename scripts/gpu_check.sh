@@ -36,6 +36,6 @@ stage cuda-tests ctest.log ctest --test-dir build/gpu -R "Cuda" --output-on-fail
 stage demo demo.log ./build/gpu/moreau-demo
 stage forward forward.log ./build/gpu/bench/moreau-bench-forward --device cuda --contact none,hard \
   --json-out "$OUT/forward.json"
-stage gradient gradient.log ./build/gpu/bench/moreau-bench-gradient --device cuda --contact none,hard \
+stage gradient gradient.log ./build/gpu/bench/moreau-bench-gradient --device cuda --contact none,hard,hard_smooth_grad \
   --json-out "$OUT/gradient.json"
 printf '%s\n' "${summary[@]}"
