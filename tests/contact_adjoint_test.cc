@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/contact.h"
+#include "support/dual.h"
 #include "support/kernel_model.h"
 #include "support/test_util.h"
 
@@ -21,6 +22,7 @@ namespace moreau {
 namespace {
 
 using Vec = std::vector<double>;
+using test::Dual;
 
 double dot(const Vec& a, const double* b) {
   double s = 0;
@@ -257,33 +259,6 @@ TEST(ContactAdjoint, ImpulseSolveMatchesFiniteDifferences) {
       expect_impulse_solve_matches_fd(gated, fixed_normal);
     }
 }
-
-// A forward-mode dual number (value, derivative along one direction), for running the solver's
-// own iterations with derivatives: what an unrolled reverse of the solver returns, as a
-// directional derivative.
-struct Dual {
-  double v, d;
-  Dual(double value = 0, double derivative = 0) : v(value), d(derivative) {}
-  friend Dual operator+(Dual a, Dual b) { return {a.v + b.v, a.d + b.d}; }
-  friend Dual operator-(Dual a, Dual b) { return {a.v - b.v, a.d - b.d}; }
-  friend Dual operator-(Dual a) { return {-a.v, -a.d}; }
-  friend Dual operator*(Dual a, Dual b) { return {a.v * b.v, a.d * b.v + a.v * b.d}; }
-  friend Dual operator/(Dual a, Dual b) { return {a.v / b.v, (a.d * b.v - a.v * b.d) / (b.v * b.v)}; }
-  Dual& operator+=(Dual b) { return *this = *this + b; }
-  Dual& operator-=(Dual b) { return *this = *this - b; }
-  Dual& operator*=(Dual b) { return *this = *this * b; }
-  Dual& operator/=(Dual b) { return *this = *this / b; }
-  friend bool operator<(Dual a, Dual b) { return a.v < b.v; }
-  friend bool operator>(Dual a, Dual b) { return a.v > b.v; }
-  friend bool operator<=(Dual a, Dual b) { return a.v <= b.v; }
-  friend bool operator>=(Dual a, Dual b) { return a.v >= b.v; }
-  friend bool operator==(Dual a, Dual b) { return a.v == b.v; }
-};
-Dual msqrt(Dual x) {
-  const double r = std::sqrt(x.v);
-  return {r, r > 0 ? x.d / (2 * r) : 0.0};
-}
-Dual mabs(Dual x) { return x.v < 0 ? -x : x; }
 
 // CONTACT.md's cross-check of the implicit adjoint: the derivative of the solver's own
 // iterations (pgs_solve on dual numbers, `sweeps` sweeps from the cold start), along a random
