@@ -5,7 +5,9 @@
 // implicit one (tests/contact_adjoint_test.cc, ImplicitAdjointIsTheLimitOfTheUnrolledSolver),
 // so the two agree to ~1e-11 and better (docs/gradients.md) where central differences can
 // only check ~1e-5; asserted: 1e-9.
-// hard_smooth_grad is not covered: its gradient is by design not the derivative of its forward.
+// hard_smooth_grad's gradient is by design not the derivative of its forward: it is the chain
+// of the smooth model's physics-step derivatives at the hard trajectory's states, which forward
+// mode reproduces by stepping the values with hard contact and the derivatives with smooth.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,7 +43,11 @@ class DualStep {
   DualStep(const Model& model, const Simulator& sim, double friction, double added_base_mass)
       : model_(model), packed_(model), m_(packed_.view(packed_.reals.data(), packed_.ints.data())) {
     const ContactOptions& c = sim.options().contact;
-    cfg_ = {static_cast<int>(c.mode), c.max_iterations, Dual(c.tolerance), c.speculative ? 1 : 0, sim.substeps()};
+    straight_through_ = c.mode == ContactMode::HardSmoothGrad;
+    cfg_ = {straight_through_ ? kern::kContactSmooth : static_cast<int>(c.mode), c.max_iterations, Dual(c.tolerance),
+            c.speculative ? 1 : 0, sim.substeps()};
+    hard_ = cfg_;
+    hard_.mode = kern::kContactHard;
     base_.q.resize(model.nq);
     base_.v.resize(model.nv);
     base_.u.resize(model.nu);
@@ -67,8 +73,21 @@ class DualStep {
                          {&zeta, 1},                {&in.smooth_k, 1},    {&gmax, 1}};
     auto tape = std::make_unique<kern::StepTape<Dual>>();
     auto info = std::make_unique<kern::ContactInfo<Dual>>();
-    const int status = kern::advance(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), *tape, *info,
-                                     static_cast<kern::StepStats<Dual>*>(nullptr));
+    const auto no_stats = static_cast<kern::StepStats<Dual>*>(nullptr);
+    int status = 0;
+    if (!straight_through_) {
+      status = kern::advance(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), *tape, *info, no_stats);
+    } else {  // each physics step: the smooth step's derivative at the hard step's input
+      std::vector<Dual> q_hard = in.q, v_hard = in.v;
+      for (int s = 0; s < model_.decimation * cfg_.substeps; ++s) {
+        for (int k = 0; k < model_.nq; ++k) in.q[k].v = q_hard[k].v;
+        for (int k = 0; k < model_.nv; ++k) in.v[k].v = v_hard[k].v;
+        status |= kern::record_steps(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), tape.get(), 1, 0, *info,
+                                     no_stats);
+        status |= kern::record_steps(m_, hard_, p, 0, q_hard.data(), v_hard.data(), in.u.data(), tape.get(), 1, 0,
+                                     *info, no_stats);
+      }
+    }
     EXPECT_EQ(status, 0);
     double d = 0;
     for (int k = 0; k < model_.nq; ++k) d += wq[k] * in.q[k].d;
@@ -80,7 +99,8 @@ class DualStep {
   const Model& model_;
   PackedModel<Dual> packed_;
   kern::ModelView<Dual> m_;
-  kern::ContactSettings<Dual> cfg_;
+  kern::ContactSettings<Dual> cfg_, hard_;  // hard_: the values' steps (hard_smooth_grad)
+  bool straight_through_;
   DualInputs base_;
 };
 
@@ -145,7 +165,7 @@ void expect_matches_forward_mode(ContactMode mode, double gravity_x, double fric
   check(gmass, "dL/d(added base mass)", [](DualInputs& in, int) { in.added_base_mass.d = 1; });
   if (gravity_x != 0) check(gfriction, "dL/dfriction", [](DualInputs& in, int) { in.friction.d = 1; });
   if (mode == ContactMode::Soft) check(gkn, "dL/dk_n", [](DualInputs& in, int) { in.contact_kn.d = 1; });
-  if (mode == ContactMode::Smooth) check(gk, "dL/dsmooth_k", [](DualInputs& in, int) { in.smooth_k.d = 1; });
+  if (mode == ContactMode::Smooth || mode == ContactMode::HardSmoothGrad) check(gk, "dL/dsmooth_k", [](DualInputs& in, int) { in.smooth_k.d = 1; });
 }
 
 TEST(ForwardMode, AirborneStepMatchesTheAdjoint) {
@@ -153,7 +173,7 @@ TEST(ForwardMode, AirborneStepMatchesTheAdjoint) {
 }
 
 TEST(ForwardMode, StandingStepMatchesTheAdjointInEveryContactMode) {
-  for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth}) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
     SCOPED_TRACE(contact_mode_name(mode));
     expect_matches_forward_mode(mode, 0, 1, 100, 1e-9);
   }
@@ -161,7 +181,7 @@ TEST(ForwardMode, StandingStepMatchesTheAdjointInEveryContactMode) {
 
 // μ = 0.4 with gravity tilted by atan(8 / 9.81): every foot slides.
 TEST(ForwardMode, SlidingStepMatchesTheAdjoint) {
-  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
     SCOPED_TRACE(contact_mode_name(mode));
     expect_matches_forward_mode(mode, 8, 0.4, 20, 1e-9);
   }
