@@ -108,7 +108,9 @@ class DualStep {
 // own size and 1e-6 of the largest entry of its group. The base carries 2 kg more than the
 // model's (the kernels skip the added mass where it is 0, and forward mode with them); μ
 // reaches the gradient only where a foot slides.
-void expect_matches_forward_mode(ContactMode mode, double gravity_x, double friction, int settle, double rel) {
+// The state is the settled one with the base moved by dz and its vertical velocity set to vz.
+void expect_matches_forward_mode(ContactMode mode, double gravity_x, double friction, int settle, double rel,
+                                 double dz = -1e-3, double vz = 0) {
   const double added_base_mass = 2;
   Model model = load_model(test::asset("anymal_c.json"));
   model.gravity[0] = gravity_x;
@@ -125,7 +127,8 @@ void expect_matches_forward_mode(ContactMode mode, double gravity_x, double fric
   const int nq = model.nq, nv = model.nv, nu = model.nu;
   Vec q(nq), v(nv), u(nu), wq(nq), wv(nv);
   sim.get_state(q.data(), v.data(), 1);
-  q[2] -= 1e-3;  // hard contact settles on the speculative kink (gap 0): press 1 mm in
+  q[2] += dz;  // by default 1 mm in: hard contact settles on the speculative kink (gap 0)
+  if (vz != 0) v[2] = vz;
   std::mt19937 rng(5);
   std::normal_distribution<double> normal(0, 1);
   for (int a = 0; a < nu; ++a) u[a] = model.qpos0[model.actuator_qposadr[a]] + 0.3 * normal(rng);
@@ -184,6 +187,15 @@ TEST(ForwardMode, SlidingStepMatchesTheAdjoint) {
   for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
     SCOPED_TRACE(contact_mode_name(mode));
     expect_matches_forward_mode(mode, 8, 0.4, 20, 1e-9);
+  }
+}
+
+// Feet 3 mm above the ground and approaching at 0.3 m/s: hard contact's speculative rows
+// (c_n += g/h) and the smooth gates at positive gaps (w ≈ 0.3).
+TEST(ForwardMode, ApproachingStepMatchesTheAdjoint) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::HardSmoothGrad}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    expect_matches_forward_mode(mode, 0, 1, 100, 1e-9, 3e-3, -0.3);
   }
 }
 
