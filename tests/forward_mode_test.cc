@@ -106,7 +106,7 @@ class DualStep {
 
 // A state to differentiate at: `robot` in `mode` with friction μ and gravity tilted by
 // gravity_x, settled for `settle` control steps from its default pose, then the base moved by
-// dz and its vertical velocity set to vz; or, for a robot without actuators, the given state.
+// dz and its vertical velocity set to vz; or the given state.
 struct Case {
   const char* robot;
   ContactMode mode;
@@ -115,13 +115,14 @@ struct Case {
   double dz = -1e-3, vz = 0;  // by default 1 mm in: hard contact settles on the speculative kink
   Vec q = {}, v = {};
   double rel = 1e-9;
+  bool sliding = false;  // μ reaches the gradient only where a contact slides
 };
 
 // The adjoint's gradient entries against forward mode, each within c.rel of the largest of its
 // own size, 1e-6 of the largest entry of its group and 1e-2 of the largest state or action
 // gradient (round-off: an entry is a sum of terms up to that size, measured ~3e-12 of it). The base
 // carries 2 kg more than the model's (the kernels skip the added mass where it is 0, and
-// forward mode with them); μ reaches the gradient only where a contact slides (tilted gravity).
+// forward mode with them).
 void expect_matches_forward_mode(const Case& c) {
   const double added_base_mass = 2, rel = c.rel;
   Model model = load_model(test::asset(c.robot));
@@ -186,12 +187,13 @@ void expect_matches_forward_mode(const Case& c) {
   check(gv, "dL/dv", [](DualInputs& in, int i) { in.v[i].d = 1; });
   if (nu > 0) {
     check(gu, "dL/daction", [](DualInputs& in, int i) { in.u[i].d = 1; });
-    check(gkp, "dL/dkp", [](DualInputs& in, int i) { in.kp[i].d = 1; });
-    check(gkd, "dL/dkd", [](DualInputs& in, int i) { in.kd[i].d = 1; });
+    const bool servo = std::count(model.actuator_type.begin(), model.actuator_type.end(), kern::kActPosition) > 0;
+    check(gkp, "dL/dkp", [](DualInputs& in, int i) { in.kp[i].d = 1; }, servo);
+    check(gkd, "dL/dkd", [](DualInputs& in, int i) { in.kd[i].d = 1; }, servo);
   }
   // a lone body's velocity after impulses does not depend on its mass (impulses scale with it)
   check(gmass, "dL/d(added base mass)", [](DualInputs& in, int) { in.added_base_mass.d = 1; }, model.nbody > 1);
-  if (c.gravity_x != 0) check(gfriction, "dL/dfriction", [](DualInputs& in, int) { in.friction.d = 1; });
+  if (c.sliding) check(gfriction, "dL/dfriction", [](DualInputs& in, int) { in.friction.d = 1; });
   if (mode == ContactMode::Soft) check(gkn, "dL/dk_n", [](DualInputs& in, int) { in.contact_kn.d = 1; });
   if (mode == ContactMode::Smooth || mode == ContactMode::HardSmoothGrad)
     check(gk, "dL/dsmooth_k", [](DualInputs& in, int) { in.smooth_k.d = 1; });
@@ -219,6 +221,7 @@ TEST(ForwardMode, SlidingStepMatchesTheAdjoint) {
     SCOPED_TRACE(contact_mode_name(mode));
     Case c{"anymal_c.json", mode, 8, 0.4};
     c.settle = 20;
+    c.sliding = true;
     expect_matches_forward_mode(c);
   }
 }
@@ -258,6 +261,25 @@ TEST(ForwardMode, FlatCubeOnFourCornersMatchesTheAdjoint) {
     c.v = {0.01, -0.02, -0.01, 0, 0, 0.02};
     c.rel = 1e-8;
     expect_matches_forward_mode(c);
+  }
+}
+
+// Prismatic and revolute joints at the root: the cart-pole in free motion, and the planar box
+// (x, z, pitch) on one edge, pressed 0.1 mm in, tilted by 0.3 rad, sliding and turning.
+TEST(ForwardMode, PrismaticRootsMatchTheAdjoint) {
+  Case cartpole{"cartpole.json", ContactMode::None};
+  cartpole.q = {0.3, 0.4};
+  cartpole.v = {-0.5, 1.5};
+  expect_matches_forward_mode(cartpole);
+  const double pitch = 0.3, lowest = 0.1 * std::sin(pitch) + 0.05 * std::cos(pitch);
+  for (ContactMode mode : kWithContact) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Case box{"planar_box.json", mode};
+    box.q = {0.1, lowest - 0.3 - 1e-4, pitch};
+    box.v = {0.2, -0.1, 1.0};
+    box.sliding = true;
+    box.rel = 1e-8;  // the edge's two corners are redundant: the least-squares branch
+    expect_matches_forward_mode(box);
   }
 }
 
