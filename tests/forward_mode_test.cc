@@ -116,6 +116,7 @@ struct Case {
   Vec q = {}, v = {};
   double rel = 1e-9;
   bool sliding = false;  // μ reaches the gradient only where a contact slides
+  double action_noise = 0.3;  // actions: the default pose plus this times N(0, 1) [rad]
 };
 
 // The adjoint's gradient entries against forward mode, each within c.rel of the largest of its
@@ -148,7 +149,7 @@ void expect_matches_forward_mode(const Case& c) {
   }
   std::mt19937 rng(5);
   std::normal_distribution<double> normal(0, 1);
-  for (int a = 0; a < nu; ++a) u[a] = model.qpos0[model.actuator_qposadr[a]] + 0.3 * normal(rng);
+  for (int a = 0; a < nu; ++a) u[a] = model.qpos0[model.actuator_qposadr[a]] + c.action_noise * normal(rng);
   for (double& x : wq) x = normal(rng);
   for (double& x : wv) x = normal(rng);
   // the adjoint, with every parameter gradient of one environment
@@ -212,6 +213,18 @@ TEST(ForwardMode, StandingStepMatchesTheAdjointInEveryContactMode) {
   for (ContactMode mode : kWithContact) {
     SCOPED_TRACE(contact_mode_name(mode));
     expect_matches_forward_mode({"anymal_c.json", mode});
+  }
+}
+
+// Actions 2 rad off the pose on average: most servos hit their ±80 Nm force range, where the
+// gradient goes to the bound (nothing to the action, kp or kd) while it binds.
+TEST(ForwardMode, SaturatedServosMatchTheAdjoint) {
+  for (ContactMode mode : {ContactMode::None, ContactMode::Hard}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Case c{"anymal_c.json", mode};
+    c.settle = mode == ContactMode::None ? 0 : 100;
+    c.action_noise = 2;
+    expect_matches_forward_mode(c);
   }
 }
 
