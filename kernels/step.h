@@ -225,12 +225,15 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   S adj_qM[kMaxNq], adj_v_free[kMaxNv], lambda[kMaxNv], adj_v2[kMaxNv], tau_adj[kMaxNv] = {};
   // q_out = q_M ⊕ (h/2) v_{k+1}; hard_smooth_grad differentiates the smooth step, whose
   // v_{k+1} = v_free + x is not the hard one that was taken
-  const bool straight_through = contact && cfg.mode == kContactHardSmoothGrad;
+  const S* v_next = t.v_next;
   S v_smooth[kMaxNv];
-  for (int k = 0; k < nv; ++k) v_smooth[k] = straight_through ? t.v_free[k] + at.ca.x[k] : S(0);
+  if (contact && cfg.mode == kContactHardSmoothGrad) {
+    for (int k = 0; k < nv; ++k) v_smooth[k] = t.v_free[k] + at.ca.x[k];
+    v_next = v_smooth;
+  }
   for (int k = 0; k < m.nq; ++k) adj_qM[k] = 0;
   for (int k = 0; k < nv; ++k) adj_v2[k] = adj_v_out[k];
-  adj_integrate(m, t.qM, straight_through ? v_smooth : t.v_next, h / 2, adj_qM, adj_v2, adj_q_out);
+  adj_integrate(m, t.qM, v_next, h / 2, adj_qM, adj_v2, adj_q_out);
   adj_clear(m, aw);
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
     const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, adj_v_free,
