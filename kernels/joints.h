@@ -61,8 +61,8 @@ MOREAU_HD_SMALL Transform<S> joint_transform(const ModelView<S>& m, int i, const
 //   dE/dq = −[a]× E,  dr/dq = −E_tᵀ (a × R_J p),  R_J = E_t Eᵀ;
 // ball and slide joints recompute R_J and r_J.
 template <class S>
-MOREAU_HD_SMALL void adj_joint_transform(const ModelView<S>& m, int i, const S* q, const Transform<S>& X, S* adj_q,
-                                   const Transform<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_joint_transform(const ModelView<S>& m, int i, const S* q, const Transform<S>& X,
+                                         S* adj_q, const Transform<S>& adj_ret) {
   const int type = m.jnt_type[i];
   const S* qi = q + m.jnt_qposadr[i];
   S* adj_qi = adj_q + m.jnt_qposadr[i];
@@ -124,8 +124,8 @@ MOREAU_HD_SMALL Motion<S> joint_motion(const ModelView<S>& m, int i, int k, cons
 }
 // Only the free joint's linear columns (column k of E) depend on X.
 template <class S>
-MOREAU_HD_SMALL void adj_joint_motion(const ModelView<S>& m, int i, int k, const Transform<S>& /*X*/, Transform<S>& adj_X,
-                                const Motion<S>& adj_ret) {
+MOREAU_HD_SMALL void adj_joint_motion(const ModelView<S>& m, int i, int k, const Transform<S>& /*X*/,
+                                      Transform<S>& adj_X, const Motion<S>& adj_ret) {
   if (m.jnt_type[i] != kJointFree || k >= 3) return;
   for (int j = 0; j < 3; ++j) adj_X.E(j, k) += adj_ret.v[j];
 }

@@ -206,7 +206,8 @@ struct ChosenSolve {
   };
   Adjoint adjoint() {
     solve();
-    for (int r = 0; r < nr; ++r) EXPECT_NEAR(cs.P[r], P_target[r], 1e-10) << "the solve found another solution, row " << r;
+    for (int r = 0; r < nr; ++r)
+      EXPECT_NEAR(cs.P[r], P_target[r], 1e-10) << "the solve found another solution, row " << r;
     kern::PgsAdjoint<double> pa;
     kern::adj_pgs_setup(cs, mu, fixed_normal, pa);
     Adjoint a{Vec(nr), Vec(nr * nr), Vec(n, 0.0), Vec(n, 0.0)};

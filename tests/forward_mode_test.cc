@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "host/backend.h"
@@ -30,17 +31,17 @@ namespace {
 using test::Dual;
 using Vec = std::vector<double>;
 
-// The differentiable inputs of a control step, as dual numbers.
+// The inputs of a control step, as dual numbers: state, action and every parameter.
 struct DualInputs {
-  std::vector<Dual> q, v, u, kp, kd;
-  Dual added_base_mass, friction, contact_kn, smooth_k;
+  std::vector<Dual> q, v, u;
+  std::vector<Dual> kp, kd, added_base_mass, friction, contact_kn, contact_kd, contact_zeta, smooth_k, smooth_gmax;
 };
 
-// Control steps of `model` on dual numbers with the settings of a one-environment float64
-// simulator, its friction and added base mass, and default values for the other parameters.
+// Control steps of `model` on dual numbers with the settings and parameters of a
+// one-environment float64 CPU simulator.
 class DualStep {
  public:
-  DualStep(const Model& model, const Simulator& sim, double friction, double added_base_mass)
+  DualStep(const Model& model, Simulator& sim)
       : model_(model), packed_(model), m_(packed_.view(packed_.reals.data(), packed_.ints.data())) {
     const ContactOptions& c = sim.options().contact;
     straight_through_ = c.mode == ContactMode::HardSmoothGrad;
@@ -51,12 +52,16 @@ class DualStep {
     base_.q.resize(model.nq);
     base_.v.resize(model.nv);
     base_.u.resize(model.nu);
-    base_.kp.assign(model.actuator_kp.begin(), model.actuator_kp.end());
-    base_.kd.assign(model.actuator_kd.begin(), model.actuator_kd.end());
-    base_.added_base_mass = added_base_mass;
-    base_.friction = friction;
-    base_.contact_kn = 1e4;
-    base_.smooth_k = 300;
+    for (auto [field, name] : {std::pair{&base_.kp, "kp"}, {&base_.kd, "kd"},
+                               {&base_.added_base_mass, "added_base_mass"}, {&base_.friction, "friction"},
+                               {&base_.contact_kn, "contact_kn"}, {&base_.contact_kd, "contact_kd"},
+                               {&base_.contact_zeta, "contact_zeta"}, {&base_.smooth_k, "smooth_k"},
+                               {&base_.smooth_gmax, "smooth_gmax"}}) {
+      const View x = sim.param(name);  // (1 x width), float64 on the CPU
+      EXPECT_EQ(x.shape[0], 1) << name;
+      const double* values = static_cast<const double*>(x.data);
+      field->assign(values, values + x.shape[1]);
+    }
   }
   // dL/dx at (q, v, u) for L = ⟨w_q, q_out⟩ + ⟨w_v, v_out⟩, x the input whose derivative `seed`
   // sets to 1.
@@ -67,10 +72,9 @@ class DualStep {
     std::copy(v.begin(), v.end(), in.v.begin());
     std::copy(u.begin(), u.end(), in.u.begin());
     seed(in);
-    const Dual kd_given(-1), zeta(1), gmax(0.02);
-    kern::Params<Dual> p{{in.kp.data(), 1},         {in.kd.data(), 1},    {&in.added_base_mass, 1},
-                         {&in.friction, 1},         {&in.contact_kn, 1},  {&kd_given, 1},
-                         {&zeta, 1},                {&in.smooth_k, 1},    {&gmax, 1}};
+    kern::Params<Dual> p{{in.kp.data(), 1},           {in.kd.data(), 1},         {in.added_base_mass.data(), 1},
+                         {in.friction.data(), 1},     {in.contact_kn.data(), 1}, {in.contact_kd.data(), 1},
+                         {in.contact_zeta.data(), 1}, {in.smooth_k.data(), 1},   {in.smooth_gmax.data(), 1}};
     auto tape = std::make_unique<kern::StepTape<Dual>>();
     auto info = std::make_unique<kern::ContactInfo<Dual>>();
     const auto no_stats = static_cast<kern::StepStats<Dual>*>(nullptr);
@@ -167,7 +171,7 @@ void expect_matches_forward_mode(const Case& c) {
   int32_t status = -1;
   sim.step_adjoint(q.data(), v.data(), u.data(), wq.data(), wv.data(), g, &status);
   ASSERT_EQ(status, 0);
-  const DualStep dual(model, sim, c.friction, added_base_mass);
+  const DualStep dual(model, sim);
   double overall = 0;
   for (const Vec* x : {&gq, &gv, &gu})
     for (double y : *x) overall = std::max(overall, std::abs(y));
@@ -193,11 +197,11 @@ void expect_matches_forward_mode(const Case& c) {
     check(gkd, "dL/dkd", [](DualInputs& in, int i) { in.kd[i].d = 1; }, servo);
   }
   // a lone body's velocity after impulses does not depend on its mass (impulses scale with it)
-  check(gmass, "dL/d(added base mass)", [](DualInputs& in, int) { in.added_base_mass.d = 1; }, model.nbody > 1);
-  if (c.sliding) check(gfriction, "dL/dfriction", [](DualInputs& in, int) { in.friction.d = 1; });
-  if (mode == ContactMode::Soft) check(gkn, "dL/dk_n", [](DualInputs& in, int) { in.contact_kn.d = 1; });
+  check(gmass, "dL/d(added base mass)", [](DualInputs& in, int) { in.added_base_mass[0].d = 1; }, model.nbody > 1);
+  if (c.sliding) check(gfriction, "dL/dfriction", [](DualInputs& in, int) { in.friction[0].d = 1; });
+  if (mode == ContactMode::Soft) check(gkn, "dL/dk_n", [](DualInputs& in, int) { in.contact_kn[0].d = 1; });
   if (mode == ContactMode::Smooth || mode == ContactMode::HardSmoothGrad)
-    check(gk, "dL/dsmooth_k", [](DualInputs& in, int) { in.smooth_k.d = 1; });
+    check(gk, "dL/dsmooth_k", [](DualInputs& in, int) { in.smooth_k[0].d = 1; });
 }
 
 constexpr ContactMode kWithContact[] = {ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
