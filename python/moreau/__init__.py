@@ -12,6 +12,10 @@ sizes), ``moreau.TensorError`` (ValueError and TypeError) for a tensor argument 
 dtype, device, shape or layout.
 """
 from ._moreau import (  # noqa: F401
+    JOINT_BALL,
+    JOINT_FREE,
+    JOINT_PRISMATIC,
+    JOINT_REVOLUTE,
     STATUS_FATAL,
     STATUS_NAN_ACTION,
     STATUS_NAN_GRADIENT,

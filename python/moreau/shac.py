@@ -81,6 +81,15 @@ TASK_DEFAULTS = {
 }
 
 
+# Named configurations for the command line (--preset): the task preset (moreau.tasks.locomotion
+# PRESETS), environments, SHAC settings. "walk" is the shipped SHAC-smooth configuration
+# (README, "SHAC walks"): the trot clock, swing-foot height tracking and the command curriculum.
+PRESETS = {
+    "walk": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
+                 iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
+}
+
+
 def mlp(n_in: int, hidden: Sequence[int], n_out: int) -> nn.Sequential:
     layers: List[nn.Module] = []
     for h in hidden:
@@ -211,6 +220,7 @@ class SHAC:
         self.finished_lengths: collections.deque = collections.deque(maxlen=200)
         self.timers = collections.defaultdict(float)
         self.history: List[Dict] = []
+        self.wall_time = 0.0  # seconds of training iterations, over resumes
         self._started = False
 
     # ---- policy ---------------------------------------------------------------------
@@ -389,6 +399,8 @@ class SHAC:
             "iteration_time": t3 - t_start,
             "fps": cfg.horizon * self.env.num_envs / max(t3 - t_start, 1e-9),
         }
+        if hasattr(self.env, "command_scale"):
+            stats["command_scale"] = self.env.command_scale()
         self.history.append(stats)
         return stats
 
@@ -396,6 +408,14 @@ class SHAC:
     def train(self, iterations: Optional[int] = None) -> List[Dict]:
         n = self.cfg.iterations if iterations is None else int(iterations)
         writer = _writer(self.logdir)
+        csv_file, csv_writer = None, None
+        if self.logdir:  # log.csv: one row per iteration, appended across resumes
+            import csv
+            os.makedirs(self.logdir, exist_ok=True)
+            path = os.path.join(self.logdir, "log.csv")
+            new = not os.path.exists(path)
+            csv_file = open(path, "a", newline="")
+            csv_writer = csv.writer(csv_file)
         bar = None
         if self.progress:
             try:
@@ -406,6 +426,15 @@ class SHAC:
         try:
             for _ in range(n):
                 s = self.iteration()
+                self.wall_time += s["iteration_time"]
+                if csv_writer is not None:
+                    keys = ["iteration", "env_steps", "wall_time"] + sorted(s)
+                    if new:
+                        csv_writer.writerow(keys)
+                        new = False
+                    row = {"iteration": self.it, "env_steps": self.steps, "wall_time": self.wall_time, **s}
+                    csv_writer.writerow([row[k] for k in keys])
+                    csv_file.flush()
                 if self.it % self.cfg.log_interval == 0:
                     for k, val in s.items():
                         if val == val:  # not NaN
@@ -420,6 +449,8 @@ class SHAC:
             if self.logdir:
                 self.save(os.path.join(self.logdir, "model_final.pt"))
         finally:
+            if csv_file is not None:
+                csv_file.close()
             if bar is not None:
                 bar.close()
             writer.flush()
@@ -440,6 +471,7 @@ class SHAC:
             "obs_rms": self.obs_rms.state_dict() if self.obs_rms is not None else None,
             "iteration": self.it,
             "env_steps": self.steps,
+            "wall_time": self.wall_time,
         }
 
     def save(self, path: str) -> None:
@@ -460,6 +492,9 @@ class SHAC:
             self.obs_rms.load_state_dict(ck["obs_rms"])
         self.it = int(ck.get("iteration", 0))
         self.steps = int(ck.get("env_steps", 0))
+        self.wall_time = float(ck.get("wall_time", 0.0))
+        if hasattr(self.env, "common_step_counter"):  # the task's schedules (command curriculum) go on
+            self.env.common_step_counter = self.steps // self.env.num_envs
         return ck
 
 
@@ -489,34 +524,75 @@ def load_policy(path: str, device="cpu") -> Policy:
         rms = RunningMeanStd((env["num_obs"],), device=device)
         rms.load_state_dict(ck["obs_rms"])
         stats = rms.frozen()
-    return Policy(actor, stats, {"config": cfg, "env": env, "iteration": ck.get("iteration", 0)})
+    return Policy(actor, stats, {"config": cfg, "env": env, "iteration": ck.get("iteration", 0),
+                                 "env_steps": ck.get("env_steps", 0)})
 
 
-def make_env(task: str, num_envs: int, contact: Optional[str] = None, device="cpu", seed: int = 0, **kwargs):
-    """A DiffEnv by task name (moreau.tasks.make) with the common arguments."""
+def make_env(task: str, num_envs: int, contact: Optional[str] = None, device="cpu", seed: int = 0,
+             task_config: Optional[Dict] = None, **kwargs):
+    """A DiffEnv by task name (moreau.tasks.make) with the common arguments. ``task_config``: a
+    checkpoint's task configuration (``env_config``) to rebuild; ``kwargs`` override it."""
     from . import tasks
-    kw = dict(num_envs=num_envs, device=device, seed=seed, **kwargs)
+    kw = dict(task_config or {})
+    if task_config and task in ("locomotion", "anymal", "anymal_c"):
+        from .tasks.locomotion import config_from_dict
+        kw = {"cfg": config_from_dict(kw)}
+    kw.update(num_envs=num_envs, device=device, seed=seed, **kwargs)
     if contact is not None:
         kw["contact"] = contact
     return tasks.make(task, **kw)
 
 
+def env_config(env) -> Dict:
+    """The task configuration a checkpoint carries (JSON-able), or {} for a task without one."""
+    cfg = getattr(env, "cfg", None)
+    if cfg is None or not dataclasses.is_dataclass(cfg):
+        return {}
+    from .tasks.locomotion import LocomotionConfig, config_to_dict
+    if isinstance(cfg, LocomotionConfig):
+        return config_to_dict(cfg)
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if isinstance(v, (int, float, str, bool, list, tuple))}
+
+
+def latest_checkpoint(logdir: str) -> Optional[str]:
+    """The newest checkpoint in ``logdir`` (model_final.pt, else the highest model_<it>.pt), or None."""
+    if not os.path.isdir(logdir):
+        return None
+    final = os.path.join(logdir, "model_final.pt")
+    if os.path.exists(final):
+        return final
+    its = [int(f[6:-3]) for f in os.listdir(logdir) if f.startswith("model_") and f.endswith(".pt") and f[6:-3].isdigit()]
+    return os.path.join(logdir, f"model_{max(its)}.pt") if its else None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m moreau.shac", description="SHAC on a moreau task")
-    p.add_argument("--task", default="cartpole", choices=["cartpole", "locomotion"])
+    p.add_argument("--preset", default=None, choices=sorted(PRESETS),
+                   help="a named configuration (task preset, contact, environments, iterations, SHAC settings); "
+                        "the other options override it")
+    p.add_argument("--task", default=None, choices=["cartpole", "locomotion"], help="default cartpole")
+    p.add_argument("--task-preset", default=None, help="a task preset (moreau.tasks.locomotion.PRESETS)")
+    p.add_argument("--task-config", default=None,
+                   help="JSON of task options over the preset, e.g. '{\"gait_frequency\": 2.0, "
+                        "\"reward_weights\": {\"feet_height\": -30}}'")
     p.add_argument("--contact", default=None, help="contact mode (locomotion): none, hard, soft, smooth, "
-                   "hard_smooth_grad; default: the task's")
-    p.add_argument("--iterations", type=int, default=500)
-    p.add_argument("--num-envs", type=int, default=None, help="default 64 (cartpole), 1024 (locomotion)")
-    p.add_argument("--horizon", type=int, default=32)
-    p.add_argument("--logdir", default=None, help="TensorBoard logs and checkpoints (model_<it>.pt, model_final.pt)")
+                   "hard_smooth_grad; default: the preset's, else the task's")
+    p.add_argument("--iterations", type=int, default=None, help="default: the preset's, else 500")
+    p.add_argument("--num-envs", type=int, default=None, help="default: the preset's, else 64 (cartpole), "
+                   "1024 (locomotion)")
+    p.add_argument("--horizon", type=int, default=None)
+    p.add_argument("--logdir", default=None, help="TensorBoard logs, log.csv and checkpoints (model_<it>.pt, "
+                   "model_final.pt)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--actor-lr", type=float, default=None)
     p.add_argument("--critic-lr", type=float, default=None)
     p.add_argument("--action-noise", type=float, default=None)
+    p.add_argument("--gamma", type=float, default=None)
+    p.add_argument("--target-alpha", type=float, default=None)
     p.add_argument("--save-interval", type=int, default=100)
-    p.add_argument("--resume", default=None, help="a checkpoint to continue from")
+    p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --logdir "
+                   "(a finished run, model_final.pt, is then not run again)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch intra-op threads on the CPU (default 1: the networks are small, and with more threads "
@@ -527,23 +603,52 @@ def main(argv=None) -> int:
     if a.torch_threads > 0 and torch.device(a.device).type == "cpu":
         torch.set_num_threads(a.torch_threads)
 
-    num_envs = a.num_envs or (64 if a.task == "cartpole" else 1024)
-    env = make_env(a.task, num_envs, contact=a.contact, device=a.device, seed=a.seed, n_threads=a.sim_threads)
-    cfg = SHACConfig(**TASK_DEFAULTS.get(a.task, {}))
-    cfg.horizon, cfg.iterations, cfg.seed, cfg.save_interval = a.horizon, a.iterations, a.seed, a.save_interval
-    for name in ("actor_lr", "critic_lr", "action_noise"):
+    preset = PRESETS.get(a.preset, {}) if a.preset else {}
+    task = a.task or preset.get("task", "cartpole")
+    task_kw: Dict = {}
+    task_preset = a.task_preset or preset.get("task_preset")
+    if task_preset:
+        from .tasks.locomotion import PRESETS as TASK_PRESETS
+        if task_preset not in TASK_PRESETS:
+            raise SystemExit(f"moreau.shac: --task-preset: unknown preset {task_preset!r} (have {sorted(TASK_PRESETS)})")
+        task_kw.update(copy.deepcopy(TASK_PRESETS[task_preset]))
+    if a.task_config:
+        extra = json.loads(a.task_config)
+        if "reward_weights" in extra and "reward_weights" in task_kw:
+            extra["reward_weights"] = {**task_kw["reward_weights"], **extra["reward_weights"]}
+        task_kw.update(extra)
+    for k in ("gait_offsets", "curriculum_command"):
+        if isinstance(task_kw.get(k), list):
+            task_kw[k] = tuple(task_kw[k])
+    num_envs = a.num_envs or preset.get("num_envs") or (64 if task == "cartpole" else 1024)
+    contact = a.contact or preset.get("contact")
+    env = make_env(task, num_envs, contact=contact, device=a.device, seed=a.seed, n_threads=a.sim_threads, **task_kw)
+    cfg = SHACConfig(**(preset.get("shac") or TASK_DEFAULTS.get(task, {})))
+    cfg.iterations = a.iterations or preset.get("iterations", 500)
+    cfg.seed, cfg.save_interval = a.seed, a.save_interval
+    for name in ("horizon", "actor_lr", "critic_lr", "action_noise", "gamma", "target_alpha"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
-    contact = a.contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
-    meta = {"task": a.task, "contact": contact}
+    contact = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
+    meta = {"task": task, "contact": contact, "task_preset": task_preset, "preset": a.preset,
+            "task_config": env_config(env)}
     agent = SHAC(env, cfg, logdir=a.logdir, progress=not a.no_progress, env_meta=meta)
-    if a.resume:
-        agent.load(a.resume)
+    resume = a.resume
+    if resume == "auto":
+        if not a.logdir:
+            raise SystemExit("moreau.shac: --resume auto needs --logdir")
+        resume = latest_checkpoint(a.logdir)
+        if resume and resume.endswith("model_final.pt"):
+            print(f"moreau.shac: {resume} exists: the run is finished")
+            return 0
+    if resume:
+        agent.load(resume)
+        print(f"moreau.shac: resumed from {resume} (iteration {agent.it}, {agent.steps} env steps)")
     if a.logdir:
         os.makedirs(a.logdir, exist_ok=True)
         with open(os.path.join(a.logdir, "config.json"), "w") as f:
-            json.dump({"args": vars(a), "config": dataclasses.asdict(cfg)}, f, indent=2)
-    hist = agent.train(cfg.iterations - agent.it if a.resume else None)
+            json.dump({"args": vars(a), "config": dataclasses.asdict(cfg), "env": meta}, f, indent=2)
+    hist = agent.train(cfg.iterations - agent.it)
     if hist:
         last = hist[-1]
         tm = agent.timers

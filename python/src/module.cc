@@ -266,6 +266,11 @@ NB_MODULE(_moreau, m) {
   m.attr("STATUS_NAN_GRADIENT") = int(kStatusNanGradient);
   m.attr("STATUS_NO_GRADIENT") = int(kStatusNoGradient);
   m.attr("STATUS_FATAL") = int(kStatusFatal);
+  // Model.jnt_type values (moreau::JointType; fixed joints are merged away at compile time).
+  m.attr("JOINT_FREE") = int(JointType::Free);
+  m.attr("JOINT_BALL") = int(JointType::Ball);
+  m.attr("JOINT_REVOLUTE") = int(JointType::Revolute);
+  m.attr("JOINT_PRISMATIC") = int(JointType::Prismatic);
 
   // ---- Model ---------------------------------------------------------------------------
   nb::class_<Model>(m, "Model")
@@ -281,11 +286,15 @@ NB_MODULE(_moreau, m) {
       .def_ro("decimation", &Model::decimation)
       .def_ro("body_name", &Model::body_name)
       .def_ro("body_parent", &Model::body_parent)
+      .def_ro("body_pos", &Model::body_pos)
+      .def_ro("body_quat", &Model::body_quat)
       .def_ro("body_mass", &Model::body_mass)
       .def_ro("jnt_name", &Model::jnt_name)
       .def_ro("jnt_type", &Model::jnt_type)
       .def_ro("jnt_qposadr", &Model::jnt_qposadr)
       .def_ro("jnt_dofadr", &Model::jnt_dofadr)
+      .def_ro("jnt_axis", &Model::jnt_axis)
+      .def_ro("jnt_pos", &Model::jnt_pos)
       .def_ro("qpos0", &Model::qpos0)
       .def_ro("actuator_name", &Model::actuator_name)
       .def_ro("actuator_kp", &Model::actuator_kp)
@@ -293,6 +302,7 @@ NB_MODULE(_moreau, m) {
       .def_ro("actuator_qposadr", &Model::actuator_qposadr)
       .def_ro("con_name", &Model::con_name)
       .def_ro("con_body", &Model::con_body)
+      .def_ro("con_pos", &Model::con_pos)
       .def_ro("con_radius", &Model::con_radius)
       .def_ro("warnings", &Model::warnings)
       .def("body_index", &Model::body_index, "name"_a)

@@ -95,3 +95,46 @@ def test_command_line(tmp_path):
     assert (logdir / "model_final.pt").exists() and (logdir / "config.json").exists()
     from moreau.evaluate import main as eval_main
     assert eval_main([str(logdir / "model_final.pt"), "--seconds", "0.5", "--num-envs", "4"]) == 0
+
+
+def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path):
+    """A tiny run of the "walk" preset: the checkpoint carries the task configuration (gait
+    clock, foot terms, curriculum), moreau.evaluate rebuilds that task from it alone (curriculum
+    off), honours --command / --friction / --no-push, writes its metrics as JSON and a GIF;
+    log.csv has one row per iteration; --resume auto skips a finished run."""
+    import json
+    from PIL import Image
+    from moreau.evaluate import eval_env, main as eval_main
+
+    logdir = tmp_path / "walk"
+    args = ["--preset", "walk", "--iterations", "2", "--num-envs", "4", "--horizon", "4", "--logdir", str(logdir),
+            "--no-progress", "--sim-threads", "1"]
+    assert shac_main(args) == 0
+    ck = logdir / "model_final.pt"
+    policy = load_policy(str(ck))
+    meta = policy.meta["env"]
+    assert meta["num_obs"] == 56 and meta["task_preset"] == "trot_curriculum" and meta["contact"] == "smooth"
+    assert meta["task_config"]["gait_frequency"] == 2.0 and meta["task_config"]["curriculum_command"] == [0.5, 0, 0]
+    rows = (logdir / "log.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[0].startswith("iteration,env_steps,wall_time") and rows[2].startswith("2,32,")
+
+    env = eval_env(meta, "locomotion", 3, "hard", command=(0.3, 0.0, 0.2), friction=0.7, push=False)
+    assert env.cfg.curriculum_command is None and env.cfg.gait_frequency == 2.0 and not env.cfg.push_robots
+    assert torch.equal(env.commands, torch.tensor([0.3, 0.0, 0.2]).repeat(3, 1))
+    assert torch.equal(env.friction, torch.full((3,), 0.7))
+    assert eval_env(meta, "locomotion", 64, "hard").commands.abs().amax(0).min() > 0.5  # the full ranges
+
+    js, gif = tmp_path / "m.json", tmp_path / "v.gif"
+    assert eval_main([str(ck), "--seconds", "0.4", "--num-envs", "3", "--command", "0.3", "0", "0.2", "--json", str(js),
+                      "--video", str(gif), "--video-envs", "2", "--video-seconds", "0.2", "--sim-threads", "1"]) == 0
+    res = json.loads(js.read_text())
+    assert res["num_envs"] == 3 and res["env_steps"] == 60 and res["command"] == [0.3, 0.0, 0.2]
+    assert res["contact"] == "hard" and res["trained_contact"] == "smooth" and res["iteration"] == 2
+    for k in ("lin_vel_error", "yaw_rate_error", "falls_per_minute", "trot_fraction", "stance_fraction"):
+        assert k in res and res[k] == res[k]
+    with Image.open(gif) as im:  # 0.2 s at 25 frames per second: every other control step
+        assert im.n_frames == 5 and im.size[0] > 100
+
+    before = (logdir / "log.csv").read_text()
+    assert shac_main(args + ["--resume", "auto"]) == 0
+    assert (logdir / "log.csv").read_text() == before

@@ -16,7 +16,13 @@ Observation (48, legged_gym's order and scales, ``obs_scales``)::
     [24:36] joint velocities                       · dof_vel (0.05)
     [36:48] previous action (the action applied in the last step; 0 after a reset)
 
-clipped to ±``clip_obs``.
+clipped to ±``clip_obs``. With a gait clock (``gait_frequency`` > 0) 8 more follow::
+
+    [48:56] sin 2πφ_LF, cos 2πφ_LF, sin 2πφ_RF, cos 2πφ_RF, … (LF, RF, LH, RH)
+
+Gait clock: a phase φ ∈ [0, 1) per environment advancing by ``gait_frequency`` · dt per
+control step (0 at reset); foot j's phase is φ_j = φ + ``gait_offsets``[j] (trot: LF and RH at
+0, RF and LH at ½); φ_j ∈ [0, ½) is foot j's swing half.
 
 Reward (per control step, each term · its weight · dt, legged_gym's flat ANYmal weights by
 default; ``reward_weights``): ``tracking_lin_vel`` exp(−|cmd_xy − v_xy|² / σ),
@@ -26,8 +32,15 @@ default; ``reward_weights``): ``tracking_lin_vel`` exp(−|cmd_xy − v_xy|² / 
 ANYmal: a differentiable stand-in for the fall that ``termination`` penalises without a gradient),
 ``action_rate`` |a − a_prev|², ``torques`` |τ|² with τ = clip(kp (target − q_j) − kd q̇_j, ±80)
 computed from the state before the step (the torque of the step's first physics substep),
-``dof_acc`` |(q̇_j' − q̇_j) / dt|², and ``termination`` (1 on a failure, not on a time-out).
-All but ``termination`` are differentiable w.r.t. the actions and the state (moreau.torch.step).
+``dof_acc`` |(q̇_j' − q̇_j) / dt|², ``termination`` (1 on a failure, not on a time-out), and
+the gait-shaping terms (weight 0 by default; the "trot" preset, ``PRESETS``, sets them), with
+foot clearances c_j (sphere bottom above the ground) from moreau.kinematics at the step's end:
+``feet_height`` Σ_j (c_j − ``foot_height_apex`` · max(0, sin 2πφ_j))² (swing-foot height
+tracking; needs the gait clock), ``foot_slip`` Σ_j [c_j < ``foot_contact_height``] ·
+|Δx_j,xy / dt|² (planar foot speed while in contact), ``feet_air_time`` legged_gym's
+Σ_j (t_air,j − ``feet_air_time_target``) at each touchdown, only when |cmd_xy| > 0.1.
+All but ``termination`` and ``feet_air_time`` are differentiable w.r.t. the actions and the
+state (moreau.torch.step, and the kinematics in torch); those two are counts of events.
 
 Termination: base height below ``base_height_limit`` (the stand-in for base contact: only the
 feet have contact geometry), tilt (angle of the base z axis from the vertical) above
@@ -38,7 +51,11 @@ pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] pe
 
 Commands: v_x, v_y, ω_z uniform in ``command_ranges``, resampled per environment every
 U[``resampling_time``] seconds and at reset; planar commands with |(v_x, v_y)| below
-``small_command_threshold`` are set to 0 (legged_gym).
+``small_command_threshold`` are set to 0 (legged_gym). Command curriculum (off unless
+``curriculum_command`` is set): for the first ``curriculum_warmup_samples`` environment
+samples (control steps × num_envs) every command is ``curriculum_command``; then the ranges
+grow linearly from ``curriculum_start_scale`` · ``command_ranges`` to the full ranges over
+``curriculum_ramp_samples`` (``command_scale()``).
 
 Randomisation: friction μ ~ U[``friction_range``] and added base mass ~ U[``added_mass_range``]
 per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
@@ -60,20 +77,24 @@ import torch
 
 import moreau
 import moreau.torch as mt
+from moreau.kinematics import Kinematics
 
 from .base import DiffEnv
 
-__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS"]
+__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS", "PRESETS", "config_to_dict",
+           "config_from_dict"]
 
 REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height",
-                "action_rate", "torques", "dof_acc", "termination")
+                "action_rate", "torques", "dof_acc", "termination", "feet_height", "foot_slip", "feet_air_time")
+FOOT_TERMS = ("feet_height", "foot_slip", "feet_air_time")
+FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
 
 
 def _default_weights() -> Dict[str, float]:
     # legged_gym LeggedRobotCfg.rewards.scales with AnymalCFlatCfg's orientation and torques.
     return {"tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
             "orientation": -5.0, "base_height": 0.0, "action_rate": -0.01, "torques": -2.5e-5, "dof_acc": -2.5e-7,
-            "termination": 0.0}
+            "termination": 0.0, "feet_height": 0.0, "foot_slip": 0.0, "feet_air_time": 0.0}
 
 
 def _default_obs_scales() -> Dict[str, float]:
@@ -108,6 +129,17 @@ class LocomotionConfig:
     # observations
     obs_scales: Dict[str, float] = field(default_factory=_default_obs_scales)
     clip_obs: float = 100.0
+    # gait shaping (a clock and foot terms; see the module docstring)
+    gait_frequency: float = 0.0                 # [Hz]; 0 = no clock and no phase observation
+    gait_offsets: Tuple[float, ...] = (0.0, 0.5, 0.5, 0.0)  # LF, RF, LH, RH, fractions of a period (trot)
+    foot_height_apex: float = 0.08              # [m] swing apex of the feet_height target
+    foot_contact_height: float = 0.01           # [m] clearance below which a foot counts as in contact
+    feet_air_time_target: float = 0.5           # [s]
+    # command curriculum (off while curriculum_command is None)
+    curriculum_command: Optional[Tuple[float, float, float]] = None
+    curriculum_warmup_samples: float = 0.0
+    curriculum_start_scale: float = 0.25
+    curriculum_ramp_samples: float = 0.0
     # termination
     base_height_limit: float = 0.25
     max_tilt: float = 1.0                       # rad
@@ -123,6 +155,50 @@ class LocomotionConfig:
     push_robots: bool = True
     push_interval_s: float = 15.0
     max_push_vel: float = 0.5
+
+
+# Named task configurations: keyword overrides of LocomotionConfig (reward_weights: partial).
+PRESETS: Dict[str, Dict] = {
+    "default": {},  # legged_gym's flat ANYmal C
+    # a 2 Hz trot clock and swing-foot height tracking (the gait shaping SHAC needs to step)
+    "trot": dict(gait_frequency=2.0, reward_weights={"feet_height": -30.0}),
+    # the same with a command curriculum: 4 M samples at 0.5 m/s forward, then the ranges grow from
+    # a quarter to all of command_ranges over 8 M samples
+    "trot_curriculum": dict(gait_frequency=2.0, reward_weights={"feet_height": -30.0},
+                            curriculum_command=(0.5, 0.0, 0.0), curriculum_warmup_samples=4e6,
+                            curriculum_start_scale=0.25, curriculum_ramp_samples=8e6),
+}
+
+
+def config_to_dict(cfg: "LocomotionConfig") -> Dict:
+    """A JSON-able dict of ``cfg`` (checkpoints carry it; ``config_from_dict`` inverts it)."""
+    d = {}
+    for f in fields(cfg):
+        val = getattr(cfg, f.name)
+        if f.name == "dtype":
+            val = str(val).replace("torch.", "")
+        elif f.name == "contact" and not isinstance(val, str):
+            val = moreau.contact_mode_name(val.mode)
+        elif isinstance(val, tuple):
+            val = [list(x) if isinstance(x, tuple) else x for x in val]
+        d[f.name] = val
+    return d
+
+
+def config_from_dict(d: Dict) -> "LocomotionConfig":
+    """The LocomotionConfig of ``config_to_dict``'s output (unknown keys are an error)."""
+    known = {f.name: f for f in fields(LocomotionConfig)}
+    bad = set(d) - set(known)
+    if bad:
+        raise ValueError(f"Locomotion config: unknown field(s) {sorted(bad)}")
+    kw = {}
+    for k, val in d.items():
+        if k == "dtype":
+            val = getattr(torch, val)
+        elif isinstance(val, list):
+            val = tuple(tuple(x) if isinstance(x, list) else x for x in val)
+        kw[k] = val
+    return LocomotionConfig(**kw)
 
 
 def quat_rotate_inverse(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
@@ -166,7 +242,7 @@ class Locomotion(DiffEnv):
         self.dtype = sim.dtype
         self.num_envs = sim.n_env
         self.num_actions = sim.nu
-        self.num_obs = 48
+        self.num_obs = 48 + (8 if cfg.gait_frequency > 0 else 0)
         self.dt = sim.model.timestep * sim.model.decimation
         self.max_episode_length = int(math.ceil(cfg.episode_length_s / self.dt))
         self.push_interval = max(1, int(round(cfg.push_interval_s / self.dt)))
@@ -182,6 +258,15 @@ class Locomotion(DiffEnv):
         s = cfg.obs_scales
         self.commands_scale = torch.tensor([s["lin_vel"], s["lin_vel"], s["ang_vel"]], **tk)
         self.reward_weights = dict(cfg.reward_weights)
+        if self.reward_weights.get("feet_height", 0.0) and cfg.gait_frequency <= 0:
+            raise ValueError("Locomotion: reward term 'feet_height' needs the gait clock (gait_frequency > 0)")
+        if len(cfg.gait_offsets) != len(FEET):
+            raise ValueError(f"Locomotion: gait_offsets: expected {len(FEET)} values (LF, RF, LH, RH), "
+                             f"got {len(cfg.gait_offsets)}")
+        self.feet = torch.tensor([m.con_name.index(f) for f in FEET], device=self.device)
+        self.kinematics = Kinematics(m, **tk)
+        self.gait_offsets = torch.tensor(cfg.gait_offsets, **tk)
+        self.use_feet = any(self.reward_weights.get(k, 0.0) for k in FOOT_TERMS)
 
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(cfg.seed)
@@ -197,6 +282,8 @@ class Locomotion(DiffEnv):
         self.q = self.q0.repeat(n, 1)
         self.v = torch.zeros(n, sim.nv, **tk)
         self.last_actions = torch.zeros(n, self.num_actions, **tk)
+        self.gait_phase = torch.zeros(n, **tk)
+        self.feet_air_time = torch.zeros(n, len(FEET), **tk)
         self.obs = torch.zeros(n, self.num_obs, **tk)
         self.reset()
 
@@ -208,11 +295,27 @@ class Locomotion(DiffEnv):
         r = torch.rand(*shape, generator=self.generator, dtype=self.dtype, device=self.device)
         return lo + (hi - lo) * r
 
+    def command_scale(self) -> float:
+        """The command curriculum's fraction of ``command_ranges`` now (1 without a curriculum; 0
+        during its fixed-command warm-up)."""
+        c = self.cfg
+        if c.curriculum_command is None:
+            return 1.0
+        done = self.common_step_counter * self.num_envs - c.curriculum_warmup_samples
+        if done < 0:
+            return 0.0
+        ramp = min(1.0, done / c.curriculum_ramp_samples) if c.curriculum_ramp_samples > 0 else 1.0
+        return c.curriculum_start_scale + (1.0 - c.curriculum_start_scale) * ramp
+
     def _sample_commands(self, mask: torch.Tensor) -> None:
         n = self.num_envs
-        cmd = torch.stack([self._uniform(lo, hi, n) for lo, hi in self.cfg.command_ranges], dim=1)
-        small = cmd[:, :2].norm(dim=1, keepdim=True) < self.cfg.small_command_threshold
-        cmd = torch.cat([torch.where(small, torch.zeros_like(cmd[:, :2]), cmd[:, :2]), cmd[:, 2:]], dim=1)
+        scale = self.command_scale()
+        if scale == 0.0:
+            cmd = torch.tensor(self.cfg.curriculum_command, dtype=self.dtype, device=self.device).expand(n, 3)
+        else:
+            cmd = torch.stack([self._uniform(scale * lo, scale * hi, n) for lo, hi in self.cfg.command_ranges], dim=1)
+            small = cmd[:, :2].norm(dim=1, keepdim=True) < self.cfg.small_command_threshold
+            cmd = torch.cat([torch.where(small, torch.zeros_like(cmd[:, :2]), cmd[:, :2]), cmd[:, 2:]], dim=1)
         self.commands = torch.where(mask[:, None], cmd, self.commands)
         lo, hi = self.cfg.resampling_time
         steps = torch.round(self._uniform(lo, hi, n) / self.dt).long().clamp_min(1)
@@ -243,6 +346,8 @@ class Locomotion(DiffEnv):
         mask = mask.to(self.device)
         self.q, self.v, self.last_actions = self._reset_state(mask, self.q, self.v, self.last_actions)
         self.episode_length_buf = torch.where(mask, torch.zeros_like(self.episode_length_buf), self.episode_length_buf)
+        self.gait_phase = torch.where(mask, torch.zeros_like(self.gait_phase), self.gait_phase)
+        self.feet_air_time = torch.where(mask[:, None], torch.zeros_like(self.feet_air_time), self.feet_air_time)
         self._sample_commands(mask)
         self._sample_params(mask)
         for k in self.episode_sums:
@@ -250,8 +355,12 @@ class Locomotion(DiffEnv):
 
     def reset(self) -> torch.Tensor:
         self.reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
-        self.obs = self.compute_observations(self.q, self.v, self.commands, self.last_actions)
+        self.obs = self.observe()
         return self.obs
+
+    def observe(self) -> torch.Tensor:
+        """The observation of the current state, command, previous action and gait phase."""
+        return self.compute_observations(self.q, self.v, self.commands, self.last_actions, self.gait_phase)
 
     def detach(self) -> None:
         self.q = self.q.detach()
@@ -267,7 +376,7 @@ class Locomotion(DiffEnv):
         the observation."""
         self.q = torch.as_tensor(q, dtype=self.dtype, device=self.device).clone()
         self.v = torch.as_tensor(v, dtype=self.dtype, device=self.device).clone()
-        self.obs = self.compute_observations(self.q, self.v, self.commands, self.last_actions)
+        self.obs = self.observe()
 
     # ---- pieces (pure functions of their arguments; tested on hand-built states) ---------
     def base_quantities(self, q: torch.Tensor, v: torch.Tensor):
@@ -278,11 +387,23 @@ class Locomotion(DiffEnv):
         grav = quat_rotate_inverse(quat, self.gravity_dir.expand(q.shape[0], 3))
         return lin, ang, grav
 
-    def compute_observations(self, q, v, commands, last_actions) -> torch.Tensor:
+    def foot_phases(self, phase: torch.Tensor) -> torch.Tensor:
+        """Each foot's phase φ_j = φ + offset_j mod 1, (num_envs, 4) (LF, RF, LH, RH)."""
+        return torch.remainder(phase[:, None] + self.gait_offsets, 1.0)
+
+    def foot_clearance(self, q: torch.Tensor) -> torch.Tensor:
+        """Height of each foot sphere's bottom above the ground, (num_envs, 4), differentiable in q."""
+        return self.kinematics.contact_clearance(q)[:, self.feet]
+
+    def compute_observations(self, q, v, commands, last_actions, phase=None) -> torch.Tensor:
         s = self.cfg.obs_scales
         lin, ang, grav = self.base_quantities(q, v)
-        obs = torch.cat([lin * s["lin_vel"], ang * s["ang_vel"], grav, commands * self.commands_scale,
-                         (q[:, 7:] - self.default_dof_pos) * s["dof_pos"], v[:, 6:] * s["dof_vel"], last_actions], dim=1)
+        parts = [lin * s["lin_vel"], ang * s["ang_vel"], grav, commands * self.commands_scale,
+                 (q[:, 7:] - self.default_dof_pos) * s["dof_pos"], v[:, 6:] * s["dof_vel"], last_actions]
+        if self.cfg.gait_frequency > 0:
+            arg = 2.0 * math.pi * self.foot_phases(phase)
+            parts.append(torch.stack([torch.sin(arg), torch.cos(arg)], dim=2).reshape(q.shape[0], 8))
+        obs = torch.cat(parts, dim=1)
         c = self.cfg.clip_obs
         return obs.clamp(-c, c) if c else obs
 
@@ -296,11 +417,15 @@ class Locomotion(DiffEnv):
         tau = c.kp * (self.targets(actions) - q[:, 7:]) - c.kd * v[:, 6:]
         return tau.clamp(-c.torque_limit, c.torque_limit)
 
-    def reward_terms(self, q, v, q_next, v_next, actions, last_actions, commands, failed) -> Dict[str, torch.Tensor]:
-        """Unweighted reward terms (num_envs,) of the step (q, v) --actions--> (q_next, v_next)."""
+    def reward_terms(self, q, v, q_next, v_next, actions, last_actions, commands, failed, phase=None,
+                     touchdown_air_time=None) -> Dict[str, torch.Tensor]:
+        """Unweighted reward terms (num_envs,) of the step (q, v) --actions--> (q_next, v_next);
+        ``phase`` (num_envs,): the gait phase at the step's end; ``touchdown_air_time`` (num_envs,
+        4): each foot's air time where it touches down in this step, else 0. The foot terms are
+        computed when one of them has a weight."""
         lin, ang, grav = self.base_quantities(q_next, v_next)
         sig = self.cfg.tracking_sigma
-        return {
+        terms = {
             "tracking_lin_vel": torch.exp(-((commands[:, :2] - lin[:, :2]) ** 2).sum(1) / sig),
             "tracking_ang_vel": torch.exp(-(commands[:, 2] - ang[:, 2]) ** 2 / sig),
             "lin_vel_z": lin[:, 2] ** 2,
@@ -312,6 +437,32 @@ class Locomotion(DiffEnv):
             "dof_acc": (((v_next[:, 6:] - v[:, 6:]) / self.dt) ** 2).sum(1),
             "termination": failed.to(self.dtype),
         }
+        if self.use_feet:
+            terms.update(self.foot_terms(q, q_next, commands, phase, touchdown_air_time))
+        return terms
+
+    def foot_terms(self, q, q_next, commands, phase, touchdown_air_time) -> Dict[str, torch.Tensor]:
+        """feet_height, foot_slip and feet_air_time (module docstring) of the step q -> q_next."""
+        c, w = self.cfg, self.reward_weights
+        r = self.kinematics.con_radius[self.feet]
+        if w.get("foot_slip", 0.0):  # both ends of the step in one batched call
+            x0, x1 = self.kinematics.contact_positions(torch.cat([q, q_next]))[:, self.feet].chunk(2)
+        else:
+            x1 = self.kinematics.contact_positions(q_next)[:, self.feet]
+        clear = x1[..., 2] - r
+        zero = torch.zeros(q.shape[0], dtype=q.dtype, device=q.device)
+        out = {"feet_height": zero, "foot_slip": zero, "feet_air_time": zero}
+        if w.get("feet_height", 0.0):
+            target = c.foot_height_apex * torch.sin(2.0 * math.pi * self.foot_phases(phase)).clamp_min(0.0)
+            out["feet_height"] = ((clear - target) ** 2).sum(1)
+        if w.get("foot_slip", 0.0):
+            stance = (clear.detach() < c.foot_contact_height).to(q.dtype)
+            out["foot_slip"] = (stance * (((x1[..., :2] - x0[..., :2]) / self.dt) ** 2).sum(2)).sum(1)
+        if w.get("feet_air_time", 0.0) and touchdown_air_time is not None:
+            moving = (commands[:, :2].norm(dim=1) > 0.1).to(q.dtype)
+            landed = (touchdown_air_time > 0).to(q.dtype)
+            out["feet_air_time"] = ((touchdown_air_time - c.feet_air_time_target) * landed).sum(1) * moving
+        return out
 
     def combine_rewards(self, terms: Dict[str, torch.Tensor]) -> torch.Tensor:
         scale = self.dt if self.cfg.scale_rewards_by_dt else 1.0
@@ -350,11 +501,19 @@ class Locomotion(DiffEnv):
         failed, time_out = self.check_termination(q1, v1, status)
         done = failed | time_out
 
-        terms = self.reward_terms(q, v, q1, v1, actions, last, self.commands, failed)
+        phase = torch.remainder(self.gait_phase + c.gait_frequency * self.dt, 1.0)
+        touchdown = None
+        if self.reward_weights.get("feet_air_time", 0.0):  # legged_gym: air time counted up to each touchdown
+            with torch.no_grad():
+                contact = self.foot_clearance(q1) < c.foot_contact_height
+                air = self.feet_air_time + self.dt
+                touchdown = torch.where(contact & (self.feet_air_time > 0), air, torch.zeros_like(air))
+                self.feet_air_time = torch.where(contact, torch.zeros_like(air), air)
+        terms = self.reward_terms(q, v, q1, v1, actions, last, self.commands, failed, phase, touchdown)
         bad = ~(torch.isfinite(q1).all(1) & torch.isfinite(v1).all(1))
         reward = self.combine_rewards(terms)
         reward = torch.where(bad, torch.zeros_like(reward), reward)
-        obs_before = self.compute_observations(q1, v1, self.commands, actions)
+        obs_before = self.compute_observations(q1, v1, self.commands, actions, phase)
         obs_before = torch.where(bad[:, None], torch.zeros_like(obs_before), obs_before)
         with torch.no_grad():
             scale = self.dt if c.scale_rewards_by_dt else 1.0
@@ -372,7 +531,7 @@ class Locomotion(DiffEnv):
             info["episode"] = ep
 
         # new state: the step's output, ended environments reset, then pushes and command resampling
-        self.q, self.v, self.last_actions = q1, v1, actions
+        self.q, self.v, self.last_actions, self.gait_phase = q1, v1, actions, phase
         if bool(done.any()):
             self.reset_envs(done)
         self.command_time_left = self.command_time_left - 1
@@ -383,6 +542,6 @@ class Locomotion(DiffEnv):
             push = torch.zeros_like(self.v)
             push[:, 0:2] = self._uniform(-c.max_push_vel, c.max_push_vel, self.num_envs, 2)
             self.v = self.v + push
-        self.obs = self.compute_observations(self.q, self.v, self.commands, self.last_actions)
+        self.obs = self.observe()
         info["obs_before_reset"] = torch.where(done[:, None], obs_before, self.obs)
         return self.obs, reward, done, info
