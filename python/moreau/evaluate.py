@@ -156,10 +156,10 @@ def render_video(path: str, env, qs: torch.Tensor, vel: torch.Tensor, fps: int =
 
     kin = env.kinematics
     T, k = qs.shape[0], qs.shape[1]
-    flat = qs.reshape(T * k, -1).to(kin.tree_p.dtype)
+    flat = qs.reshape(T * k, -1).to(device=kin.tree_p.device, dtype=kin.tree_p.dtype)
     _, p = kin.body_poses(flat)
     feet = kin.contact_positions(flat)
-    p, feet = p.reshape(T, k, -1, 3).numpy(), feet.reshape(T, k, -1, 3).numpy()
+    p, feet = p.reshape(T, k, -1, 3).cpu().numpy(), feet.reshape(T, k, -1, 3).cpu().numpy()
     parent = kin.parent
     con_body = kin.con_body.tolist()
     stride = max(1, int(round(1.0 / (fps * env.dt))))
@@ -310,6 +310,8 @@ def main(argv=None) -> int:
                    "environments (locomotion)")
     p.add_argument("--video-envs", type=int, default=4)
     p.add_argument("--video-seconds", type=float, default=6.0)
+    p.add_argument("--stand", action="store_true", help="the standing baseline: zero actions (the default pose "
+                   "held) instead of the policy, on the checkpoint's task")
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--sim-threads", type=int, default=0, help="simulator CPU worker threads (0 = all cores)")
     a = p.parse_args(argv)
@@ -332,12 +334,15 @@ def main(argv=None) -> int:
         plot = a.plot or os.path.splitext(a.checkpoint)[0] + f"_{contact}.png"
     elif a.video:
         raise SystemExit("moreau.evaluate: --video is for the locomotion task")
-    res = evaluate(env, policy, a.seconds, task, plot=plot, video=a.video, video_envs=a.video_envs,
+    act = policy
+    if a.stand:
+        act = lambda obs: torch.zeros(obs.shape[0], env.num_actions, device=obs.device)  # noqa: E731
+    res = evaluate(env, act, a.seconds, task, plot=plot, video=a.video, video_envs=a.video_envs,
                    video_seconds=a.video_seconds)
     res.update(task=task, contact=contact or "none", checkpoint=a.checkpoint, trained_contact=meta.get("contact"),
                iteration=policy.meta.get("iteration"), env_steps_trained=policy.meta.get("env_steps"),
                seed=a.seed, command=a.command, friction=a.friction, added_mass=a.added_mass,
-               pushes=(not a.no_push) if task == "locomotion" else None)
+               pushes=(not a.no_push) if task == "locomotion" else None, policy="stand" if a.stand else "checkpoint")
     if a.json:
         text = json.dumps(res, indent=2)
         if a.json == "-":

@@ -358,6 +358,9 @@ class SHAC:
             self.env.reset()
             self._started = True
         t_start = time.perf_counter()
+        before = dict(tm)
+        from . import torch as mt
+        sim0 = dict(mt.timing)
         actor_lr, critic_lr = self._lr(cfg.actor_lr), self._lr(cfg.critic_lr)
         for g in self.actor_opt.param_groups:
             g["lr"] = actor_lr
@@ -399,6 +402,10 @@ class SHAC:
             "iteration_time": t3 - t_start,
             "fps": cfg.horizon * self.env.num_envs / max(t3 - t_start, 1e-9),
         }
+        for k in ("env_step", "policy", "backward", "critic"):  # this iteration's time breakdown [s]
+            stats["time_" + k] = tm[k] - before.get(k, 0.0)
+        stats["time_sim_forward"] = mt.timing["forward"] - sim0["forward"]  # inside env_step
+        stats["time_sim_adjoint"] = mt.timing["adjoint"] - sim0["adjoint"]  # inside backward
         if hasattr(self.env, "command_scale"):
             stats["command_scale"] = self.env.command_scale()
         self.history.append(stats)
@@ -525,7 +532,7 @@ def load_policy(path: str, device="cpu") -> Policy:
         rms.load_state_dict(ck["obs_rms"])
         stats = rms.frozen()
     return Policy(actor, stats, {"config": cfg, "env": env, "iteration": ck.get("iteration", 0),
-                                 "env_steps": ck.get("env_steps", 0)})
+                                 "env_steps": ck.get("env_steps", 0), "wall_time": ck.get("wall_time")})
 
 
 def make_env(task: str, num_envs: int, contact: Optional[str] = None, device="cpu", seed: int = 0,

@@ -24,6 +24,7 @@ get zero gradients. The backward is not itself differentiable (no double backwar
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, Optional, Union
 
 import torch
@@ -32,7 +33,11 @@ from torch.autograd.function import once_differentiable
 from ._checks import check_tensor, empty_field_major, field_major
 from .simulator import GRAD_PARAMS, Simulator
 
-__all__ = ["Step", "step", "rollout"]
+__all__ = ["Step", "step", "rollout", "timing"]
+
+# Seconds spent in the simulator by Step's forward (step_pure) and backward (step_adjoint), summed
+# over every call in this process (trainers read differences for their time breakdowns).
+timing = {"forward": 0.0, "adjoint": 0.0}
 
 
 def _param_width(sim: Simulator, name: str) -> int:
@@ -62,7 +67,9 @@ class Step(torch.autograd.Function):
         q_out = empty_field_major(sim.n_env, sim.nq, dtype=sim.dtype, device=sim.device)
         v_out = empty_field_major(sim.n_env, sim.nv, dtype=sim.dtype, device=sim.device)
         status = empty_field_major(sim.n_env, 1, dtype=torch.int32, device=sim.device)
+        t0 = time.perf_counter()
         sim._sim.step_pure(q, v, action, q_out, v_out, status)
+        timing["forward"] += time.perf_counter() - t0
         ctx.sim = sim
         ctx.param_names = [n for n, _ in named]
         ctx.save_for_backward(q, v, action, *[p for _, p in named])
@@ -92,8 +99,10 @@ class Step(torch.autograd.Function):
         for i, name in enumerate(GRAD_PARAMS):
             if name in ctx.param_names and ctx.needs_input_grad[4 + i]:
                 param_grads[name] = empty_field_major(n, _param_width(sim, name), dtype=sim.dtype, device=sim.device)
+        t0 = time.perf_counter()
         sim._sim.step_adjoint(q, v, action, adj_q, adj_v, gq, gv, gu, status,
                               **{"grad_" + k: t for k, t in param_grads.items()})
+        timing["adjoint"] += time.perf_counter() - t0
         out = [None,
                gq if ctx.needs_input_grad[1] else None,
                gv if ctx.needs_input_grad[2] else None,

@@ -108,7 +108,7 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path):
 
     logdir = tmp_path / "walk"
     args = ["--preset", "walk", "--iterations", "2", "--num-envs", "4", "--horizon", "4", "--logdir", str(logdir),
-            "--no-progress", "--sim-threads", "1"]
+            "--no-progress", "--sim-threads", "1", "--save-interval", "1"]
     assert shac_main(args) == 0
     ck = logdir / "model_final.pt"
     policy = load_policy(str(ck))
@@ -135,6 +135,22 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path):
     with Image.open(gif) as im:  # 0.2 s at 25 frames per second: every other control step
         assert im.n_frames == 5 and im.size[0] > 100
 
+    assert eval_main([str(ck), "--stand", "--seconds", "0.2", "--num-envs", "2", "--json", str(js)]) == 0
+    assert json.loads(js.read_text())["policy"] == "stand"
+
     before = (logdir / "log.csv").read_text()
     assert shac_main(args + ["--resume", "auto"]) == 0
     assert (logdir / "log.csv").read_text() == before
+
+    # the learning curve: every checkpoint (model_1, model_2, model_final = iteration 2) once, resumable
+    from moreau.learning_curve import main as curve_main
+    tiny = ["--contact", "hard", "smooth", "--num-envs", "2", "--seconds", "0.2", "--summary", str(tmp_path / "s.json")]
+    assert curve_main([str(logdir)] + tiny) == 0
+    rows = json.loads((logdir / "curve_hard.json").read_text())
+    assert [r["iteration"] for r in rows] == [1, 2] and [r["env_steps_trained"] for r in rows] == [16, 32]
+    assert (logdir / "curve_smooth.json").exists() and (logdir / "curve.png").stat().st_size > 1000
+    text = (logdir / "curve_hard.json").read_text()
+    assert curve_main([str(logdir)] + tiny) == 0 and (logdir / "curve_hard.json").read_text() == text
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["runs"]["walk"]["hard"]["last"]["iteration"] == 2
+    assert summary["runs"]["walk"]["hard"]["first_at_bar"] is None  # two iterations do not walk

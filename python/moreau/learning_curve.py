@@ -1,0 +1,149 @@
+"""moreau.learning_curve: evaluates every checkpoint of a SHAC run with one fixed protocol and
+plots tracking error against environment samples.
+
+    python3 -m moreau.learning_curve runs/walk_s0 --contact hard smooth
+
+For each ``model_<it>.pt`` (and ``model_final.pt``) of the run and each contact mode, runs
+moreau.evaluate's protocol (the checkpoint's task, curriculum off: commands uniform in the
+training ranges, friction and base mass randomised, pushes on; ``--num-envs`` × ``--seconds``,
+``--seed``) and appends the metrics to ``<run>/curve_<contact>.json`` (checkpoints already
+there are skipped, so the command resumes). Then writes ``<run>/curve.png``: planar and yaw
+tracking error and falls per minute against environment samples, one line per contact mode,
+with the bars of README "SHAC walks" (0.2 m/s, 0.25 rad/s, 1 fall per minute).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Dict, List, Optional
+
+import torch
+
+from .evaluate import eval_env, evaluate
+from .shac import load_policy
+
+__all__ = ["checkpoints", "evaluate_run", "first_at_bar", "plot_curves", "main"]
+
+BARS = {"lin_vel_error": 0.2, "yaw_rate_error": 0.25, "falls_per_minute": 1.0}
+
+
+def checkpoints(run: str) -> List[str]:
+    """The run's checkpoints, oldest first (model_final.pt last)."""
+    its = sorted(int(f[6:-3]) for f in os.listdir(run) if f.startswith("model_") and f.endswith(".pt")
+                 and f[6:-3].isdigit())
+    out = [os.path.join(run, f"model_{i}.pt") for i in its]
+    if os.path.exists(os.path.join(run, "model_final.pt")):
+        out.append(os.path.join(run, "model_final.pt"))
+    return out
+
+
+def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
+                 sim_threads: int = 1, every: int = 1) -> List[Dict]:
+    """Evaluates the run's checkpoints (every ``every``-th, and the last) under ``contact``;
+    returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
+    path = os.path.join(run, f"curve_{contact}.json")
+    rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
+    done = {(r["iteration"], r["protocol"]["num_envs"], r["protocol"]["seconds"], r["protocol"]["seed"]) for r in rows}
+    cks = checkpoints(run)
+    for i, ck in enumerate(cks):
+        if i % every and i != len(cks) - 1:
+            continue
+        policy = load_policy(ck)
+        it = policy.meta.get("iteration")
+        if (it, num_envs, seconds, seed) in done:
+            continue
+        env = eval_env(policy.meta["env"], "locomotion", num_envs, contact, seed=seed, sim_threads=sim_threads)
+        res = evaluate(env, policy, seconds, "locomotion", seed=seed)
+        res.update(iteration=it, env_steps_trained=policy.meta.get("env_steps"), checkpoint=os.path.basename(ck),
+                   wall_time_trained=policy.meta.get("wall_time"),
+                   protocol={"num_envs": num_envs, "seconds": seconds, "seed": seed, "contact": contact})
+        rows = [r for r in rows if r["iteration"] != it] + [res]
+        rows.sort(key=lambda r: r["env_steps_trained"])
+        with open(path + ".tmp", "w") as f:
+            json.dump(rows, f, indent=1)
+        os.replace(path + ".tmp", path)
+        print(f"{os.path.basename(run)} {contact} it {it} ({res['env_steps_trained'] / 1e6:.2f} M samples): planar "
+              f"{res['lin_vel_error']:.3f} m/s, yaw {res['yaw_rate_error']:.3f} rad/s, "
+              f"falls {res['falls_per_minute']:.2f}/min", flush=True)
+    return rows
+
+
+def first_at_bar(rows: List[Dict]) -> Optional[Dict]:
+    """The first row (fewest samples) that meets every bar of BARS, or None."""
+    for r in rows:
+        if all(r[k] <= v for k, v in BARS.items()):
+            return r
+    return None
+
+
+def plot_curves(path: str, curves: Dict[str, List[Dict]], title: str = "") -> None:
+    """curves: label -> rows (evaluate_run's); one panel per metric against samples."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = {"lin_vel_error": "planar error [m/s]", "yaw_rate_error": "yaw-rate error [rad/s]",
+             "falls_per_minute": "falls per minute"}
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for ax, (k, label) in zip(axes, names.items()):
+        for name, rows in curves.items():
+            x = [r["env_steps_trained"] / 1e6 for r in rows]
+            ax.plot(x, [r[k] for r in rows], "o-", ms=3, lw=1.2, label=name)
+        ax.axhline(BARS[k], color="k", ls="--", lw=0.8, label="bar")
+        ax.set_xlabel("environment samples [M]")
+        ax.set_ylabel(label)
+        if k == "falls_per_minute":
+            ax.set_yscale("symlog", linthresh=1.0)
+    axes[0].legend(fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m moreau.learning_curve", description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="run folders (moreau.shac --logdir)")
+    p.add_argument("--contact", nargs="+", default=["hard"])
+    p.add_argument("--num-envs", type=int, default=128)
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--every", type=int, default=1, help="evaluate every n-th checkpoint (and the last)")
+    p.add_argument("--sim-threads", type=int, default=1)
+    p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run)")
+    p.add_argument("--summary", default=None, help="JSON path: per run and contact, the last checkpoint's metrics "
+                   "and the first checkpoint at the bar (samples, training seconds)")
+    a = p.parse_args(argv)
+    torch.set_num_threads(1)
+    curves = {}
+    summary = {}
+    for run in a.runs:
+        name = os.path.basename(os.path.normpath(run))
+        for c in a.contact:
+            rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, a.every)
+            curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
+            first = first_at_bar(rows)
+            keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",
+                    "falls_per_minute", "trot_fraction")
+            summary.setdefault(name, {})[c] = {
+                "last": {k: rows[-1].get(k) for k in keep} if rows else None,
+                "first_at_bar": {k: first.get(k) for k in keep} if first else None}
+            f = summary[name][c]["first_at_bar"]
+            print(f"{name} {c}: " + (f"at the bar from {f['env_steps_trained'] / 1e6:.2f} M samples "
+                                     f"({(f['wall_time_trained'] or 0) / 60:.1f} min of training)" if f else
+                                     "not at the bar"))
+    if a.summary:
+        with open(a.summary, "w") as fh:
+            json.dump({"bars": BARS, "protocol": {"num_envs": a.num_envs, "seconds": a.seconds, "seed": a.seed},
+                       "runs": summary}, fh, indent=2)
+    plot = a.plot or (os.path.join(a.runs[0], "curve.png") if len(a.runs) == 1 else None)
+    if plot:
+        plot_curves(plot, curves, title=", ".join(os.path.basename(os.path.normpath(r)) for r in a.runs))
+        print(f"plot: {plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
