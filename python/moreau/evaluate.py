@@ -304,7 +304,7 @@ def main(argv=None) -> int:
     p.add_argument("--push-vel", type=float, default=None, help="largest push [m/s] (default: the task's)")
     p.add_argument("--push-interval", type=float, default=None, help="seconds between pushes (default: the task's)")
     p.add_argument("--no-push", action="store_true", help="no pushes")
-    p.add_argument("--plot", default=None, help="PNG path (locomotion); default <checkpoint>_<contact>.png")
+    p.add_argument("--plot", default=None, help="PNG path (locomotion); default <checkpoint>_<contact>.png; 'none': no plot")
     p.add_argument("--json", default=None, metavar="PATH", help="write the metrics as JSON to PATH ('-': stdout)")
     p.add_argument("--video", default=None, metavar="PATH", help="a .gif (or .mp4 with ffmpeg) of the first "
                    "environments (locomotion)")
@@ -332,6 +332,7 @@ def main(argv=None) -> int:
     plot = None
     if task == "locomotion":
         plot = a.plot or os.path.splitext(a.checkpoint)[0] + f"_{contact}.png"
+        plot = None if plot == "none" else plot
     elif a.video:
         raise SystemExit("moreau.evaluate: --video is for the locomotion task")
     act = policy
@@ -362,7 +363,8 @@ def main(argv=None) -> int:
             if "trot_fraction" in res:
                 print(f"  trot fraction          {res['trot_fraction']:.3f} (diagonal pairs in sync "
                       f"{res['diagonal_sync']:.3f}, stance {res['stance_fraction']:.3f})")
-            print(f"  plot                   {plot}")
+            if plot:
+                print(f"  plot                   {plot}")
             if a.video:
                 print(f"  video                  {a.video}")
         else:

@@ -40,14 +40,15 @@ def checkpoints(run: str) -> List[str]:
 
 def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
                  sim_threads: int = 1, every: int = 1) -> List[Dict]:
-    """Evaluates the run's checkpoints (every ``every``-th, and the last) under ``contact``;
+    """Evaluates the run's checkpoints (every ``every``-th, and the last; ``every`` = 0: only the
+    last) under ``contact``;
     returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
     path = os.path.join(run, f"curve_{contact}.json")
     rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
     done = {(r["iteration"], r["protocol"]["num_envs"], r["protocol"]["seconds"], r["protocol"]["seed"]) for r in rows}
     cks = checkpoints(run)
     for i, ck in enumerate(cks):
-        if i % every and i != len(cks) - 1:
+        if (every == 0 or i % every) and i != len(cks) - 1:
             continue
         policy = load_policy(ck)
         it = policy.meta.get("iteration")
@@ -111,6 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--every", type=int, default=1, help="evaluate every n-th checkpoint (and the last)")
+    p.add_argument("--last", action="store_true", help="evaluate only each run's last checkpoint")
     p.add_argument("--sim-threads", type=int, default=1)
     p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run)")
     p.add_argument("--summary", default=None, help="JSON path: per run and contact, the last checkpoint's metrics "
@@ -122,7 +124,7 @@ def main(argv=None) -> int:
     for run in a.runs:
         name = os.path.basename(os.path.normpath(run))
         for c in a.contact:
-            rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, a.every)
+            rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every)
             curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
             first = first_at_bar(rows)
             keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",
