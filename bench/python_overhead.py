@@ -2,6 +2,7 @@
 """Python overhead of one control step, and where a SHAC iteration's time goes (CPU).
 
     python3 bench/python_overhead.py [--n-env 4096] [--rounds 7] [--shac-envs 1024]
+    python3 bench/python_overhead.py --skip-steps --shac-preset walk --shac-envs 256 --sim-threads 1
 
 Part 1 — one control step at ``--n-env`` environments (ANYmal C, hard contact, standing; and
 the cart-pole, no contact, where the step itself is cheapest and any overhead shows most),
@@ -115,36 +116,22 @@ def step_overhead(robot: str, contact: str, n_env: int, rounds: int, steps: int,
     return med
 
 
-def shac_breakdown(task: str, contact, n_env: int, iterations: int):
-    from moreau.shac import SHAC, SHACConfig, TASK_DEFAULTS, make_env
+def shac_breakdown(task: str, contact, n_env: int, iterations: int, preset=None, sim_threads: int = 0):
+    """Per-iteration times of SHAC on ``task`` (or the moreau.shac preset ``preset``: its task
+    preset and SHAC settings); the simulator's share from moreau.torch.timing."""
+    from moreau.shac import PRESETS, SHAC, SHACConfig, TASK_DEFAULTS, make_env
+    from moreau.tasks.locomotion import PRESETS as TASK_PRESETS
 
-    env = make_env(task, n_env, contact=contact, seed=0)
-    timers = {"step_pure": 0.0, "step_adjoint": 0.0}
-
-    class Proxy:
-        def __init__(self, inner):
-            self._inner = inner
-
-        def __getattr__(self, name):
-            attr = getattr(self._inner, name)
-            if name in timers:
-                def timed(*a, **k):
-                    t = time.perf_counter()
-                    r = attr(*a, **k)
-                    timers[name] += time.perf_counter() - t
-                    return r
-                return timed
-            return attr
-
-    env.sim._sim = Proxy(env.sim._sim)
-    cfg = SHACConfig(**TASK_DEFAULTS[task])
+    task_kw = dict(TASK_PRESETS[PRESETS[preset]["task_preset"]]) if preset else {}
+    env = make_env(task, n_env, contact=contact, seed=0, n_threads=sim_threads, **task_kw)
+    cfg = SHACConfig(**(PRESETS[preset]["shac"] if preset else TASK_DEFAULTS[task]))
     agent = SHAC(env, cfg, progress=False)
     agent.iteration()  # warm-up
-    for k in list(timers):
-        timers[k] = 0.0
+    sim0 = dict(mt.timing)
     agent.timers.clear()
     for _ in range(iterations):
         agent.iteration()
+    timers = {"step_pure": mt.timing["forward"] - sim0["forward"], "step_adjoint": mt.timing["adjoint"] - sim0["adjoint"]}
     tm = {k: v / iterations for k, v in agent.timers.items()}
     sim_f, sim_b = timers["step_pure"] / iterations, timers["step_adjoint"] / iterations
     return {
@@ -167,12 +154,17 @@ def main():
     p.add_argument("--shac-envs", type=int, default=1024)
     p.add_argument("--shac-iterations", type=int, default=2)
     p.add_argument("--skip-shac", action="store_true")
+    p.add_argument("--shac-preset", default=None, help="a moreau.shac preset for the quadruped (e.g. walk: the trot "
+                   "task at --shac-envs environments)")
+    p.add_argument("--skip-steps", action="store_true", help="only the SHAC breakdown")
+    p.add_argument("--sim-threads", type=int, default=0, help="simulator threads of the SHAC breakdown (0 = all)")
     a = p.parse_args()
     torch.set_num_threads(1)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {platform.processor() or platform.machine()}  "
           f"{os.cpu_count()} CPUs  load {os.getloadavg()[0]:.1f}  torch {torch.__version__}  python {sys.version.split()[0]}")
     print(f"# command: python3 {' '.join(sys.argv)}")
-    for robot, contact, steps, bsteps in (("anymal_c.json", "hard", 5, 2), ("cartpole.json", "none", 50, 20)):
+    for robot, contact, steps, bsteps in (() if a.skip_steps else (("anymal_c.json", "hard", 5, 2),
+                                                                       ("cartpole.json", "none", 50, 20))):
         med = step_overhead(robot, contact, a.n_env, a.rounds, steps, bsteps)
         print(f"\n## one control step, {robot} ({contact}), {a.n_env} envs, float32, median of {a.rounds} rounds\n")
         print("| call | µs / step | overhead |")
@@ -188,11 +180,14 @@ def main():
         sys.stdout.flush()
     if a.skip_shac:
         return
-    for task, contact, n in (("cartpole", None, a.n_env), ("locomotion", "smooth", a.shac_envs)):
-        b = shac_breakdown(task, contact, n, a.shac_iterations)
+    cases = [("cartpole", None, a.n_env), ("locomotion", "smooth", a.shac_envs)]
+    for task, contact, n in cases[1:] if a.shac_preset else cases:
+        b = shac_breakdown(task, contact, n, a.shac_iterations, a.shac_preset if task == "locomotion" else None,
+                           a.sim_threads)
         samples = b.pop("_samples")
         it = b.pop("iteration")
-        print(f"\n## SHAC iteration, {task}{' (' + contact + ')' if contact else ''}, {n} envs, H = 32: "
+        name = f"preset {a.shac_preset}" if a.shac_preset and task == "locomotion" else task
+        print(f"\n## SHAC iteration, {name}{' (' + contact + ')' if contact else ''}, {n} envs, H = 32: "
               f"{it:.3f} s ({samples / it:,.0f} env-steps/s), mean of {a.shac_iterations}\n")
         print("| part | s / iteration | share |")
         print("|---|--:|--:|")

@@ -597,6 +597,7 @@ def main(argv=None) -> int:
     p.add_argument("--action-noise", type=float, default=None)
     p.add_argument("--gamma", type=float, default=None)
     p.add_argument("--target-alpha", type=float, default=None)
+    p.add_argument("--critic-iterations", type=int, default=None, help="critic epochs per iteration (default 16)")
     p.add_argument("--save-interval", type=int, default=100)
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --logdir "
                    "(a finished run, model_final.pt, is then not run again)")
@@ -633,7 +634,7 @@ def main(argv=None) -> int:
     cfg = SHACConfig(**(preset.get("shac") or TASK_DEFAULTS.get(task, {})))
     cfg.iterations = a.iterations or preset.get("iterations", 500)
     cfg.seed, cfg.save_interval = a.seed, a.save_interval
-    for name in ("horizon", "actor_lr", "critic_lr", "action_noise", "gamma", "target_alpha"):
+    for name in ("horizon", "actor_lr", "critic_lr", "action_noise", "gamma", "target_alpha", "critic_iterations"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
     contact = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
