@@ -28,7 +28,8 @@ python3 -m moreau.learning_curve "${runs[@]}" --contact smooth --last --plot run
   --summary runs/walk_summary_smooth.json
 best=$(python3 - "${runs[@]}" <<'PY'
 import json, os, sys
-rows = {r: json.load(open(os.path.join(r, "curve_hard.json")))[-1] for r in sys.argv[1:]}
+rows = {r: json.load(open(os.path.join(r, "curve_hard.json")))[-1] for r in sys.argv[1:]
+        if os.path.exists(os.path.join(r, "model_final.pt"))}  # finished runs only
 print(min(rows, key=lambda r: rows[r]["lin_vel_error"] + rows[r]["yaw_rate_error"]))
 PY
 )

@@ -94,8 +94,6 @@ def plot_curves(path: str, curves: Dict[str, List[Dict]], title: str = "") -> No
         ax.axhline(BARS[k], color="k", ls="--", lw=0.8, label="bar")
         ax.set_xlabel("environment samples [M]")
         ax.set_ylabel(label)
-        if k == "falls_per_minute":
-            ax.set_yscale("symlog", linthresh=1.0)
     axes[0].legend(fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -114,7 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--every", type=int, default=1, help="evaluate every n-th checkpoint (and the last)")
     p.add_argument("--last", action="store_true", help="evaluate only each run's last checkpoint")
     p.add_argument("--sim-threads", type=int, default=1)
-    p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run)")
+    p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run; 'none': no plot)")
     p.add_argument("--summary", default=None, help="JSON path: per run and contact, the last checkpoint's metrics "
                    "and the first checkpoint at the bar (samples, training seconds)")
     a = p.parse_args(argv)
@@ -141,6 +139,7 @@ def main(argv=None) -> int:
             json.dump({"bars": BARS, "protocol": {"num_envs": a.num_envs, "seconds": a.seconds, "seed": a.seed},
                        "runs": summary}, fh, indent=2)
     plot = a.plot or (os.path.join(a.runs[0], "curve.png") if len(a.runs) == 1 else None)
+    plot = None if plot == "none" else plot
     if plot:
         plot_curves(plot, curves, title=", ".join(os.path.basename(os.path.normpath(r)) for r in a.runs))
         print(f"plot: {plot}")
