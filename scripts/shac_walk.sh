@@ -12,6 +12,10 @@ cd "$(dirname "$0")/.."
 seeds=("$@")
 mkdir -p runs
 train() {
+  # a run's newest checkpoint from an earlier session (results/shac_walk/checkpoints) to resume from
+  if [ ! -d "runs/walk_s$1" ] && [ -d "results/shac_walk/checkpoints/walk_s$1" ]; then
+    cp -rL "results/shac_walk/checkpoints/walk_s$1" "runs/walk_s$1"
+  fi
   python3 -m moreau.shac --preset walk --seed "$1" --logdir "runs/walk_s$1" --sim-threads 1 --resume auto \
     --no-progress > "runs/walk_s$1.out" 2>&1
 }
