@@ -142,7 +142,7 @@ def test_foot_terms_gradient_matches_finite_differences():
                 args_m = (xm, acts) if x is qj else (q0[:, 7:], xm)
                 fd = (reward(*args_p) - reward(*args_m)) / (2 * eps)
             assert g[i, j].item() == pytest.approx(fd.item(), rel=1e-4, abs=1e-9), (i, j)
-    assert a.grad.abs().max() > 1e-4  # the foot terms do reach the actions
+    assert a.grad.abs().max() > 1e-4  # a gradient that is not trivially zero
 
 
 def test_command_curriculum():
