@@ -1,4 +1,5 @@
-"""moreau.evaluate: runs a saved policy (a moreau.shac checkpoint) under any contact mode.
+"""moreau.evaluate: runs a saved policy (a moreau.shac or moreau.train_ppo checkpoint) under any
+contact mode.
 
     python3 -m moreau.evaluate runs/anymal_smooth/model_final.pt --contact hard --json metrics.json \
         --video walk.gif
@@ -285,10 +286,20 @@ def eval_env(checkpoint_meta: Dict, task: str, num_envs: int, contact: Optional[
     return env
 
 
-def main(argv=None) -> int:
+def load_checkpoint(path: str, device="cpu"):
+    """The deterministic policy of a moreau.shac or a moreau.train_ppo (rsl_rl) checkpoint, with
+    its ``meta`` ({"env": the task, contact and task configuration it was trained with, ...,
+    "iteration", "env_steps", "wall_time"})."""
+    ck = torch.load(path, map_location=device, weights_only=False)
+    if isinstance(ck, dict) and "actor_state_dict" in ck:
+        from .rl.rsl_rl import load_policy as load_ppo
+        return load_ppo(path, device, checkpoint=ck)
     from .shac import load_policy
+    return load_policy(path, device, checkpoint=ck)
 
-    p = argparse.ArgumentParser(prog="python3 -m moreau.evaluate", description="Evaluate a SHAC checkpoint")
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m moreau.evaluate", description="Evaluate a SHAC or PPO checkpoint")
     p.add_argument("checkpoint")
     p.add_argument("--task", default=None, choices=["cartpole", "locomotion"], help="default: the checkpoint's")
     p.add_argument("--contact", default=None, help="contact mode (locomotion; default hard)")
@@ -318,7 +329,7 @@ def main(argv=None) -> int:
     if a.torch_threads > 0 and a.device == "cpu":
         torch.set_num_threads(a.torch_threads)
 
-    policy = load_policy(a.checkpoint, device=a.device)
+    policy = load_checkpoint(a.checkpoint, device=a.device)
     meta = policy.meta["env"]
     task = a.task or meta.get("task") or "cartpole"
     contact = a.contact or ("hard" if task == "locomotion" else None)

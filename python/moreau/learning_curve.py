@@ -1,4 +1,4 @@
-"""moreau.learning_curve: evaluates every checkpoint of a SHAC run with one fixed protocol and
+"""moreau.learning_curve: evaluates every checkpoint of a SHAC or PPO run with one fixed protocol and
 plots tracking error against environment samples.
 
     python3 -m moreau.learning_curve runs/walk_s0 --contact hard smooth
@@ -20,8 +20,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from .evaluate import eval_env, evaluate
-from .shac import load_policy
+from .evaluate import eval_env, evaluate, load_checkpoint
 
 __all__ = ["checkpoints", "evaluate_run", "first_at_bar", "plot_curves", "main"]
 
@@ -50,7 +49,7 @@ def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 2
     for i, ck in enumerate(cks):
         if (every == 0 or i % every) and i != len(cks) - 1:
             continue
-        policy = load_policy(ck)
+        policy = load_checkpoint(ck)
         it = policy.meta.get("iteration")
         if (it, num_envs, seconds, seed) in done:
             continue
@@ -104,7 +103,7 @@ def plot_curves(path: str, curves: Dict[str, List[Dict]], title: str = "") -> No
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m moreau.learning_curve", description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="+", help="run folders (moreau.shac --logdir)")
+    p.add_argument("runs", nargs="+", help="run folders (moreau.shac --logdir, moreau.train_ppo --log-dir)")
     p.add_argument("--contact", nargs="+", default=["hard"])
     p.add_argument("--num-envs", type=int, default=128)
     p.add_argument("--seconds", type=float, default=20.0)

@@ -46,6 +46,8 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
+from .runlog import CsvLog
+
 __all__ = ["SHACConfig", "SHAC", "RunningMeanStd", "ActorMLP", "CriticMLP", "load_policy", "make_env", "main"]
 
 
@@ -87,6 +89,9 @@ TASK_DEFAULTS = {
 PRESETS = {
     "walk": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
                  iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
+    # the same with the curriculum gated by tracking (task preset "trot_gated")
+    "walk_gated": dict(task="locomotion", task_preset="trot_gated", contact="smooth", num_envs=256,
+                       iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
 }
 
 
@@ -408,6 +413,7 @@ class SHAC:
         stats["time_sim_adjoint"] = mt.timing["adjoint"] - sim0["adjoint"]  # inside backward
         if hasattr(self.env, "command_scale"):
             stats["command_scale"] = self.env.command_scale()
+            stats["curriculum_tracking"] = self.env.curriculum_tracking
         self.history.append(stats)
         return stats
 
@@ -415,14 +421,7 @@ class SHAC:
     def train(self, iterations: Optional[int] = None) -> List[Dict]:
         n = self.cfg.iterations if iterations is None else int(iterations)
         writer = _writer(self.logdir)
-        csv_file, csv_writer = None, None
-        if self.logdir:  # log.csv: one row per iteration, appended across resumes
-            import csv
-            os.makedirs(self.logdir, exist_ok=True)
-            path = os.path.join(self.logdir, "log.csv")
-            new = not os.path.exists(path)
-            csv_file = open(path, "a", newline="")
-            csv_writer = csv.writer(csv_file)
+        log = CsvLog(os.path.join(self.logdir, "log.csv"), self.it) if self.logdir else None
         bar = None
         if self.progress:
             try:
@@ -434,14 +433,9 @@ class SHAC:
             for _ in range(n):
                 s = self.iteration()
                 self.wall_time += s["iteration_time"]
-                if csv_writer is not None:
-                    keys = ["iteration", "env_steps", "wall_time"] + sorted(s)
-                    if new:
-                        csv_writer.writerow(keys)
-                        new = False
-                    row = {"iteration": self.it, "env_steps": self.steps, "wall_time": self.wall_time, **s}
-                    csv_writer.writerow([row[k] for k in keys])
-                    csv_file.flush()
+                if log is not None:
+                    log.write({"iteration": self.it, "env_steps": self.steps, "wall_time": self.wall_time,
+                               **{k: s[k] for k in sorted(s)}})
                 if self.it % self.cfg.log_interval == 0:
                     for k, val in s.items():
                         if val == val:  # not NaN
@@ -456,8 +450,8 @@ class SHAC:
             if self.logdir:
                 self.save(os.path.join(self.logdir, "model_final.pt"))
         finally:
-            if csv_file is not None:
-                csv_file.close()
+            if log is not None:
+                log.close()
             if bar is not None:
                 bar.close()
             writer.flush()
@@ -479,6 +473,7 @@ class SHAC:
             "iteration": self.it,
             "env_steps": self.steps,
             "wall_time": self.wall_time,
+            "env_schedule": self.env.schedule_state() if hasattr(self.env, "schedule_state") else None,
         }
 
     def save(self, path: str) -> None:
@@ -500,8 +495,9 @@ class SHAC:
         self.it = int(ck.get("iteration", 0))
         self.steps = int(ck.get("env_steps", 0))
         self.wall_time = float(ck.get("wall_time", 0.0))
-        if hasattr(self.env, "common_step_counter"):  # the task's schedules (command curriculum) go on
-            self.env.common_step_counter = self.steps // self.env.num_envs
+        if hasattr(self.env, "load_schedule_state"):  # the task's schedules (command curriculum) go on
+            self.env.load_schedule_state(ck.get("env_schedule") or
+                                         {"common_step_counter": self.steps // self.env.num_envs})
         return ck
 
 
@@ -519,9 +515,10 @@ class Policy(nn.Module):
         return self.actor(_normalize(obs.to(torch.float32), self.stats))
 
 
-def load_policy(path: str, device="cpu") -> Policy:
-    """The deterministic policy of a SHAC checkpoint (``SHAC.save``)."""
-    ck = torch.load(path, map_location=device, weights_only=False)
+def load_policy(path: str, device="cpu", checkpoint: Optional[Dict] = None) -> Policy:
+    """The deterministic policy of a SHAC checkpoint (``SHAC.save``); ``checkpoint``: the file's
+    already-loaded contents."""
+    ck = checkpoint if checkpoint is not None else torch.load(path, map_location=device, weights_only=False)
     cfg, env = ck["config"], ck["env"]
     actor = ActorMLP(env["num_obs"], env["num_actions"], cfg["actor_hidden"]).to(device)
     actor.load_state_dict(ck["actor"])
@@ -613,21 +610,14 @@ def main(argv=None) -> int:
 
     preset = PRESETS.get(a.preset, {}) if a.preset else {}
     task = a.task or preset.get("task", "cartpole")
-    task_kw: Dict = {}
     task_preset = a.task_preset or preset.get("task_preset")
-    if task_preset:
-        from .tasks.locomotion import PRESETS as TASK_PRESETS
-        if task_preset not in TASK_PRESETS:
-            raise SystemExit(f"moreau.shac: --task-preset: unknown preset {task_preset!r} (have {sorted(TASK_PRESETS)})")
-        task_kw.update(copy.deepcopy(TASK_PRESETS[task_preset]))
-    if a.task_config:
-        extra = json.loads(a.task_config)
-        if "reward_weights" in extra and "reward_weights" in task_kw:
-            extra["reward_weights"] = {**task_kw["reward_weights"], **extra["reward_weights"]}
-        task_kw.update(extra)
-    for k in ("gait_offsets", "curriculum_command"):
-        if isinstance(task_kw.get(k), list):
-            task_kw[k] = tuple(task_kw[k])
+    task_kw: Dict = {}
+    if task_preset or a.task_config:
+        from .tasks.locomotion import preset_kwargs
+        try:
+            task_kw = preset_kwargs(task_preset, json.loads(a.task_config) if a.task_config else None)
+        except ValueError as e:
+            raise SystemExit(f"moreau.shac: --task-preset: {e}")
     num_envs = a.num_envs or preset.get("num_envs") or (64 if task == "cartpole" else 1024)
     contact = a.contact or preset.get("contact")
     env = make_env(task, num_envs, contact=contact, device=a.device, seed=a.seed, n_threads=a.sim_threads, **task_kw)

@@ -18,6 +18,8 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from .runlog import CsvLog
+
 __all__ = ["train", "evaluate", "main"]
 
 
@@ -62,10 +64,21 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
           device: str = "cpu", seed: int = 0, log_dir: Optional[str] = None, n_threads: int = 0,
           torch_threads: Optional[int] = None, train_cfg: Optional[Dict[str, Any]] = None,
           task_kwargs: Optional[Dict[str, Any]] = None, eval_seed: int = 12345, eval_steps: Optional[int] = None,
-          verbose: bool = True) -> Dict[str, Any]:
+          verbose: bool = True, save_interval: int = 50, resume: Optional[str] = None,
+          meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Trains PPO on ``task``; returns {"runner", "env", "initial", "final", "seconds"} where
     initial/final are ``evaluate`` results (deterministic policy) on a separate env seeded with
-    ``eval_seed``. ``train_cfg``: overrides of moreau.rl.rsl_rl.default_train_cfg."""
+    ``eval_seed``. ``train_cfg``: overrides of moreau.rl.rsl_rl.default_train_cfg.
+
+    With ``log_dir``: a checkpoint ``model_<it>.pt`` every ``save_interval`` iterations and
+    ``model_final.pt`` at the end (rsl_rl's format; its ``infos["moreau"]`` carries the task, the
+    contact, the task configuration, the training configuration, iterations, environment samples,
+    training seconds and the task's schedule state, so that moreau.evaluate rebuilds the task and
+    a resume goes on), ``log.csv`` (one row per iteration: samples, training seconds, samples/s,
+    rsl_rl's mean return and length of the last 100 episodes, action std, learning rate, command
+    scale) and ``summary.json``. ``resume``: a
+    checkpoint to continue from, or "auto" (the newest in ``log_dir``; a finished run is not
+    trained again). ``meta``: extra entries for the checkpoints' ``infos["moreau"]``."""
     if torch_threads is None and torch.device(device).type == "cpu":
         torch_threads = 1  # small MLPs; more threads only contend with the simulator's workers
     threads_before = torch.get_num_threads()
@@ -73,16 +86,17 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
         torch.set_num_threads(int(torch_threads))
     try:
         return _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs,
-                      eval_seed, eval_steps, verbose)
+                      eval_seed, eval_steps, verbose, save_interval, resume, meta or {})
     finally:
         torch.set_num_threads(threads_before)
 
 
 def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs, eval_seed,
-           eval_steps, verbose):
+           eval_steps, verbose, save_interval, resume, meta):
     from rsl_rl.runners import OnPolicyRunner
 
     from .rl.rsl_rl import RslRlVecEnv, default_train_cfg
+    from .shac import env_config, latest_checkpoint
 
     torch.manual_seed(seed)
     task_kwargs = dict(task_kwargs or {})
@@ -91,22 +105,63 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
     vec = RslRlVecEnv(env)
     cfg = default_train_cfg(**(train_cfg or {}))
     cfg["seed"] = seed
-    runner = OnPolicyRunner(vec, cfg, log_dir=log_dir, device=str(env.device))
-    policy = runner.alg.get_policy()
-    initial = evaluate(policy, eval_env, eval_steps)
+    # rsl_rl's own logging and checkpoints off (log_dir None): moreau writes log.csv and checkpoints
+    runner = OnPolicyRunner(vec, cfg, log_dir=None, device=str(env.device))
+    contact_name = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
+    info = {"format": "moreau.ppo/1", **meta, "task": task, "contact": contact_name, "num_obs": env.num_obs,
+            "num_actions": env.num_actions, "task_config": env_config(env), "train_cfg": cfg, "num_envs": num_envs,
+            "seed": seed, "iterations": iterations}
+    it, steps, wall = 0, 0, 0.0
+    if resume == "auto":
+        resume = latest_checkpoint(log_dir) if log_dir else None
+    if resume:
+        done = runner.load(resume, map_location=str(env.device)).get("moreau", {})
+        it, steps, wall = int(done["iteration"]), int(done["env_steps"]), float(done["wall_time"])
+        if hasattr(env, "load_schedule_state") and done.get("env_schedule"):
+            env.load_schedule_state(done["env_schedule"])
+        if verbose:
+            print(f"[train_ppo] resumed from {resume} (iteration {it}, {steps} env steps)", flush=True)
+    initial = evaluate(runner.alg.get_policy(), eval_env, eval_steps)
     if verbose:
         print(f"[train_ppo] {task} contact={contact} envs={num_envs}: initial {json.dumps(initial)}", flush=True)
-    t0 = time.time()
-    runner.learn(int(iterations), init_at_random_ep_len=False)
-    seconds = time.time() - t0
+
+    def save(path):
+        runner.save(path, infos={"moreau": {**info, "iteration": it, "env_steps": steps, "wall_time": wall,
+                                            "env_schedule": env.schedule_state() if hasattr(env, "schedule_state")
+                                            else None}})
+
+    log = CsvLog(os.path.join(log_dir, "log.csv"), it) if log_dir else None
+    per_it = cfg["num_steps_per_env"] * num_envs
+    t_start = time.time()
+    try:
+        while it < iterations:  # one rsl_rl iteration at a time: log.csv rows and checkpoints
+            t0 = time.time()
+            runner.learn(1, init_at_random_ep_len=False)
+            dt = time.time() - t0
+            it, steps, wall = it + 1, steps + per_it, wall + dt
+            if log is not None:
+                lg = runner.logger
+                log.write({"iteration": it, "env_steps": steps, "wall_time": wall, "fps": per_it / max(dt, 1e-9),
+                           "episode_return": sum(lg.rewbuffer) / len(lg.rewbuffer) if lg.rewbuffer else float("nan"),
+                           "episode_length": sum(lg.lenbuffer) / len(lg.lenbuffer) if lg.lenbuffer else float("nan"),
+                           "action_std": float(runner.alg.get_policy().output_std.detach().mean()),
+                           "learning_rate": runner.alg.learning_rate,
+                           "command_scale": env.command_scale() if hasattr(env, "command_scale") else 1.0})
+                if save_interval > 0 and it % save_interval == 0:
+                    save(os.path.join(log_dir, f"model_{it}.pt"))
+        if log_dir:
+            save(os.path.join(log_dir, "model_final.pt"))
+    finally:
+        if log is not None:
+            log.close()
+    seconds = time.time() - t_start
     final = evaluate(runner.alg.get_policy(), eval_env, eval_steps)
     if verbose:
         print(f"[train_ppo] after {iterations} iterations ({seconds:.1f} s): final {json.dumps(final)}", flush=True)
     if log_dir:
-        os.makedirs(log_dir, exist_ok=True)
         with open(os.path.join(log_dir, "summary.json"), "w") as f:
-            json.dump({"task": task, "contact": contact, "task_kwargs": {k: repr(v) for k, v in task_kwargs.items()}, "num_envs": num_envs, "iterations": iterations, "seed": seed,
-                       "samples": iterations * cfg["num_steps_per_env"] * num_envs, "seconds": seconds,
+            json.dump({"task": task, "contact": contact_name, "task_config": info["task_config"], "num_envs": num_envs,
+                       "iterations": iterations, "seed": seed, "samples": steps, "seconds": wall,
                        "initial": initial, "final": final}, f, indent=2)
     return {"runner": runner, "env": env, "initial": initial, "final": final, "seconds": seconds}
 
@@ -128,9 +183,19 @@ def main(argv=None) -> int:
     p.add_argument("--only-positive-rewards", action=argparse.BooleanOptionalAction, default=True,
                    help="locomotion: clip the per-step reward at 0 as legged_gym's PPO setup does (default on); "
                         "without it, early on PPO learns to fall (negative rewards under action noise)")
+    p.add_argument("--task-preset", default=None, help="locomotion: a task preset (moreau.tasks.locomotion "
+                   "PRESETS, e.g. trot_gated)")
+    p.add_argument("--task-config", default=None, metavar="JSON", help="locomotion: LocomotionConfig overrides")
+    p.add_argument("--save-interval", type=int, default=50, help="checkpoint every this many iterations")
+    p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --log-dir")
     a = p.parse_args(argv)
     task_kwargs: Dict[str, Any] = {}
     if a.task == "locomotion":
+        from .tasks.locomotion import preset_kwargs
+        try:
+            task_kwargs.update(preset_kwargs(a.task_preset, json.loads(a.task_config) if a.task_config else None))
+        except ValueError as e:
+            raise SystemExit(f"moreau.train_ppo: --task-preset: {e}")
         if a.zero_command:
             task_kwargs["command_ranges"] = ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
         if a.episode_length_s:
@@ -139,7 +204,8 @@ def main(argv=None) -> int:
     contact = a.contact or ("hard" if a.task == "locomotion" else None)
     train_cfg = {"num_steps_per_env": a.steps_per_env} if a.steps_per_env else None
     train(a.task, a.iterations, a.num_envs, contact, a.device, a.seed, a.log_dir, a.n_threads, a.torch_threads,
-          train_cfg, task_kwargs)
+          train_cfg, task_kwargs, save_interval=a.save_interval, resume=a.resume,
+          meta={"task_preset": a.task_preset, "preset": None})
     return 0
 
 

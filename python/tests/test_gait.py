@@ -162,6 +162,32 @@ def test_command_curriculum():
     assert Locomotion(num_envs=1, n_threads=1).command_scale() == 1.0
 
 
+def test_gated_curriculum_waits_for_tracking():
+    """With curriculum_tracking_threshold the warm-up's fixed command stays while r̄ is below it
+    (a robot standing still under a 1 m/s command) and the schedule goes on once it is reached
+    (a 0 command, which standing still tracks); schedule_state round-trips."""
+    def make(cmd):  # the window of one control step: r̄ is the step's batch mean
+        return Locomotion(num_envs=4, n_threads=1, push_robots=False, reset_base_vel=0.0, curriculum_command=cmd,
+                          curriculum_warmup_samples=8, curriculum_start_scale=0.25, curriculum_ramp_samples=40,
+                          curriculum_tracking_threshold=0.5, curriculum_window_s=0.02)
+    e = make((1.0, 0.0, 0.0))
+    with torch.no_grad():
+        for _ in range(6):
+            e.step(torch.zeros(4, 12))
+    assert e.curriculum_tracking < 0.1 and e.curriculum_samples == 8 and e.command_scale() == 0.0
+    e = make((0.0, 0.0, 0.0))
+    with torch.no_grad():
+        for _ in range(6):
+            e.step(torch.zeros(4, 12))
+    assert e.curriculum_tracking > 0.9 and e.curriculum_samples == 24
+    assert e.command_scale() == pytest.approx(0.25 + 0.75 * 16 / 40)
+    f = make((0.0, 0.0, 0.0))
+    f.load_schedule_state(e.schedule_state())
+    assert f.schedule_state() == e.schedule_state() and f.command_scale() == e.command_scale()
+    f.load_schedule_state({"common_step_counter": 3})  # an older checkpoint: every sample counted
+    assert f.curriculum_samples == 12 and f.curriculum_tracking == 0.0
+
+
 def test_config_round_trip():
     cfg = Locomotion(num_envs=2, n_threads=1, **PRESETS["trot_curriculum"]).cfg
     d = json.loads(json.dumps(config_to_dict(cfg)))

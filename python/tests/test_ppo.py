@@ -95,3 +95,32 @@ def test_cli_writes_logs(tmp_path, capsys):
     assert summary["iterations"] == 2 and summary["contact"] == "smooth" and summary["samples"] == 2 * 8 * 4
     assert any(f.startswith("model_") and f.endswith(".pt") for f in os.listdir(log))
     assert "[train_ppo]" in capsys.readouterr().out
+
+
+def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
+    """A PPO checkpoint carries the task (preset, contact, configuration) and its schedule:
+    moreau.evaluate and moreau.learning_curve rebuild the task from it alone; a resume from an
+    older checkpoint goes on from its iteration and drops the log rows written after it."""
+    import csv
+    from moreau.evaluate import eval_env, load_checkpoint
+    from moreau.learning_curve import evaluate_run
+    log = tmp_path / "ppo"
+    args = ["--task", "locomotion", "--task-preset", "trot_gated", "--iterations", "3", "--num-envs", "4",
+            "--contact", "smooth", "--steps-per-env", "4", "--n-threads", "1", "--log-dir", str(log),
+            "--save-interval", "2", "--episode-length-s", "0.5"]
+    assert main(args) == 0
+    assert main(args[:5] + ["5"] + args[6:] + ["--resume", str(log / "model_2.pt")]) == 0
+    with open(log / "log.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4, 5] and int(rows[-1]["env_steps"]) == 5 * 4 * 4
+    policy = load_checkpoint(str(log / "model_final.pt"))
+    meta = policy.meta["env"]
+    assert meta["format"] == "moreau.ppo/1" and meta["task_preset"] == "trot_gated" and meta["contact"] == "smooth"
+    assert policy.meta["iteration"] == 5 and meta["task_config"]["curriculum_tracking_threshold"] == 0.8
+    assert meta["env_schedule"]["curriculum_samples"] == 5 * 4 * 4
+    env = eval_env(meta, "locomotion", 3, "hard")
+    assert env.num_obs == 56 and env.cfg.curriculum_command is None
+    a = policy(env.get_observations())
+    assert a.shape == (3, 12) and torch.equal(a, policy(env.get_observations()))  # deterministic
+    rows = evaluate_run(str(log), "hard", num_envs=2, seconds=0.1)
+    assert [r["iteration"] for r in rows] == [2, 4, 5] and all(r["lin_vel_error"] >= 0 for r in rows)

@@ -154,3 +154,31 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path):
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["runs"]["walk"]["hard"]["last"]["iteration"] == 2
     assert summary["runs"]["walk"]["hard"]["first_at_bar"] is None  # two iterations do not walk
+
+
+def test_resume_restores_the_curriculum_and_the_log_columns(tmp_path):
+    """A checkpoint carries the task's schedule (curriculum samples, r̄) and a resume restores it;
+    a resumed log.csv with other columns is rewritten with this run's (old values kept)."""
+    import csv
+    import shutil
+    first, second = tmp_path / "a", tmp_path / "b"
+    args = ["--preset", "walk_gated", "--iterations", "2", "--num-envs", "4", "--horizon", "4", "--no-progress",
+            "--sim-threads", "1", "--save-interval", "1"]
+    assert shac_main(args + ["--logdir", str(first)]) == 0
+    ck = torch.load(first / "model_1.pt", weights_only=False)
+    assert ck["env_schedule"]["curriculum_samples"] == 16 and ck["env_schedule"]["common_step_counter"] == 4
+    second.mkdir()
+    shutil.copy(first / "model_1.pt", second / "model_1.pt")
+    with open(first / "log.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    with open(second / "log.csv", "w", newline="") as f:  # a log written before a column was added
+        w = csv.DictWriter(f, fieldnames=[k for k in row if k != "curriculum_tracking"], extrasaction="ignore")
+        w.writeheader()
+        w.writerow(row)
+    assert shac_main(args + ["--logdir", str(second), "--resume", "auto"]) == 0
+    with open(second / "log.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["iteration"] for r in rows] == ["1", "2"] and rows[0]["curriculum_tracking"] == ""
+    assert rows[0]["actor_loss"] == row["actor_loss"] and float(rows[1]["curriculum_tracking"]) > 0
+    final = torch.load(second / "model_final.pt", weights_only=False)["env_schedule"]
+    assert final["curriculum_samples"] == 32 and final["common_step_counter"] == 8

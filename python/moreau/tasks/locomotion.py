@@ -55,7 +55,12 @@ U[``resampling_time``] seconds and at reset; planar commands with |(v_x, v_y)| b
 ``curriculum_command`` is set): for the first ``curriculum_warmup_samples`` environment
 samples (control steps × num_envs) every command is ``curriculum_command``; then the ranges
 grow linearly from ``curriculum_start_scale`` · ``command_ranges`` to the full ranges over
-``curriculum_ramp_samples`` (``command_scale()``).
+``curriculum_ramp_samples`` (``command_scale()``). With ``curriculum_tracking_threshold`` > 0
+the curriculum is gated by tracking (legged_gym grows its ranges when the episodes' tracking
+reward exceeds 0.8 of its maximum): past the warm-up, its sample count advances only in steps
+where r̄, an exponential average (time constant ``curriculum_window_s``) of the batch mean of
+the unweighted ``tracking_lin_vel`` term, is at least the threshold; so the warm-up's fixed
+command stays until the policy tracks it, and the ramp pauses where tracking fails.
 
 Randomisation: friction μ ~ U[``friction_range``] and added base mass ~ U[``added_mass_range``]
 per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
@@ -69,6 +74,7 @@ v[3:6] body-frame angular velocity; quaternion (w, x, y, z).
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Optional, Tuple
@@ -81,8 +87,8 @@ from moreau.kinematics import Kinematics
 
 from .base import DiffEnv
 
-__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS", "PRESETS", "config_to_dict",
-           "config_from_dict"]
+__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS", "PRESETS", "preset_kwargs",
+           "config_to_dict", "config_from_dict"]
 
 REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height",
                 "action_rate", "torques", "dof_acc", "termination", "feet_height", "foot_slip", "feet_air_time")
@@ -140,6 +146,8 @@ class LocomotionConfig:
     curriculum_warmup_samples: float = 0.0
     curriculum_start_scale: float = 0.25
     curriculum_ramp_samples: float = 0.0
+    curriculum_tracking_threshold: float = 0.0  # 0: the schedule runs on samples alone
+    curriculum_window_s: float = 2.0            # [s] time constant of the tracking average r̄
     # termination
     base_height_limit: float = 0.25
     max_tilt: float = 1.0                       # rad
@@ -167,7 +175,28 @@ PRESETS: Dict[str, Dict] = {
     "trot_curriculum": dict(gait_frequency=2.0, reward_weights={"feet_height": -30.0},
                             curriculum_command=(0.5, 0.0, 0.0), curriculum_warmup_samples=4e6,
                             curriculum_start_scale=0.25, curriculum_ramp_samples=8e6),
+    # the same curriculum gated by tracking: the warm-up lasts until r̄ ≥ 0.8 (|v_xy error| ≲ 0.24
+    # m/s), the ramp advances only while r̄ ≥ 0.8
+    "trot_gated": dict(gait_frequency=2.0, reward_weights={"feet_height": -30.0},
+                       curriculum_command=(0.5, 0.0, 0.0), curriculum_warmup_samples=4e6,
+                       curriculum_start_scale=0.25, curriculum_ramp_samples=8e6,
+                       curriculum_tracking_threshold=0.8),
 }
+
+
+def preset_kwargs(preset: Optional[str] = None, overrides: Optional[Dict] = None) -> Dict:
+    """LocomotionConfig keyword arguments of a PRESETS entry with ``overrides`` (a JSON-like
+    dict: its reward_weights merge into the preset's, lists become tuples) on top."""
+    kw: Dict = {}
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown locomotion task preset {preset!r} (have {sorted(PRESETS)})")
+        kw.update(copy.deepcopy(PRESETS[preset]))
+    extra = copy.deepcopy(overrides or {})
+    if "reward_weights" in extra and "reward_weights" in kw:
+        extra["reward_weights"] = {**kw["reward_weights"], **extra["reward_weights"]}
+    kw.update(extra)
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
 
 
 def config_to_dict(cfg: "LocomotionConfig") -> Dict:
@@ -275,6 +304,8 @@ class Locomotion(DiffEnv):
         self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=self.device)
         self.command_time_left = torch.zeros(n, dtype=torch.long, device=self.device)
         self.common_step_counter = 0
+        self.curriculum_samples = 0.0   # samples the command curriculum has counted
+        self.curriculum_tracking = 0.0  # r̄ (module docstring)
         self.commands = torch.zeros(n, 3, **tk)
         self.friction = torch.ones(n, **tk)
         self.added_base_mass = torch.zeros(n, **tk)
@@ -301,11 +332,37 @@ class Locomotion(DiffEnv):
         c = self.cfg
         if c.curriculum_command is None:
             return 1.0
-        done = self.common_step_counter * self.num_envs - c.curriculum_warmup_samples
-        if done < 0:
+        done = self.curriculum_samples - c.curriculum_warmup_samples
+        if done < 0 or (done == 0 and c.curriculum_tracking_threshold > 0):
             return 0.0
         ramp = min(1.0, done / c.curriculum_ramp_samples) if c.curriculum_ramp_samples > 0 else 1.0
         return c.curriculum_start_scale + (1.0 - c.curriculum_start_scale) * ramp
+
+    def _advance_curriculum(self, tracking: torch.Tensor) -> None:
+        """Counts this step's samples toward the curriculum (``tracking``: the unweighted
+        tracking_lin_vel term of the step, (num_envs,))."""
+        c = self.cfg
+        if c.curriculum_command is None:
+            return
+        gated = c.curriculum_tracking_threshold > 0
+        if gated:  # r̄ <- r̄ + (dt / T) (mean r − r̄)
+            self.curriculum_tracking += (self.dt / c.curriculum_window_s) * (float(tracking.mean()) -
+                                                                             self.curriculum_tracking)
+        if (not gated or self.curriculum_samples < c.curriculum_warmup_samples
+                or self.curriculum_tracking >= c.curriculum_tracking_threshold):
+            self.curriculum_samples += self.num_envs
+
+    def schedule_state(self) -> Dict[str, float]:
+        """What the task's schedules (pushes, command curriculum) need to go on after a resume."""
+        return {"common_step_counter": self.common_step_counter, "curriculum_samples": self.curriculum_samples,
+                "curriculum_tracking": self.curriculum_tracking}
+
+    def load_schedule_state(self, state: Dict[str, float]) -> None:
+        """Inverse of ``schedule_state`` (a state with only ``common_step_counter``, as older
+        checkpoints give, counts every sample toward the curriculum)."""
+        self.common_step_counter = int(state["common_step_counter"])
+        self.curriculum_samples = float(state.get("curriculum_samples", self.common_step_counter * self.num_envs))
+        self.curriculum_tracking = float(state.get("curriculum_tracking", 0.0))
 
     def _sample_commands(self, mask: torch.Tensor) -> None:
         n = self.num_envs
@@ -511,6 +568,8 @@ class Locomotion(DiffEnv):
                 self.feet_air_time = torch.where(contact, torch.zeros_like(air), air)
         terms = self.reward_terms(q, v, q1, v1, actions, last, self.commands, failed, phase, touchdown)
         bad = ~(torch.isfinite(q1).all(1) & torch.isfinite(v1).all(1))
+        track = terms["tracking_lin_vel"].detach()
+        self._advance_curriculum(torch.where(bad, torch.zeros_like(track), track))
         reward = self.combine_rewards(terms)
         reward = torch.where(bad, torch.zeros_like(reward), reward)
         obs_before = self.compute_observations(q1, v1, self.commands, actions, phase)
