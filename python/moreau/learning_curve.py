@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from typing import Dict, List, Optional
 
@@ -22,7 +23,7 @@ import torch
 
 from .evaluate import eval_env, evaluate, load_checkpoint
 
-__all__ = ["checkpoints", "evaluate_run", "first_at_bar", "plot_curves", "main"]
+__all__ = ["checkpoints", "log_spaced", "evaluate_run", "first_at_bar", "plot_curves", "main"]
 
 BARS = {"lin_vel_error": 0.2, "yaw_rate_error": 0.25, "falls_per_minute": 1.0}
 
@@ -37,17 +38,28 @@ def checkpoints(run: str) -> List[str]:
     return out
 
 
+def log_spaced(n: int, points: int) -> List[int]:
+    """About ``points`` indices of 0..n-1, evenly spaced in log(index + 1), the last included."""
+    if points <= 0 or n <= points:
+        return list(range(n))
+    return sorted({int(round(math.exp(math.log(n) * k / (points - 1)))) - 1 for k in range(points)})
+
+
 def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
-                 sim_threads: int = 1, every: int = 1) -> List[Dict]:
+                 sim_threads: int = 1, every: int = 1, points: int = 0) -> List[Dict]:
     """Evaluates the run's checkpoints (every ``every``-th, and the last; ``every`` = 0: only the
-    last) under ``contact``;
-    returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
+    last; ``points`` > 0: about that many, log-spaced in checkpoint order, the last included)
+    under ``contact``; returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
     path = os.path.join(run, f"curve_{contact}.json")
     rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
     done = {(r["iteration"], r["protocol"]["num_envs"], r["protocol"]["seconds"], r["protocol"]["seed"]) for r in rows}
     cks = checkpoints(run)
+    chosen = set(log_spaced(len(cks), points)) if points > 0 else None
     for i, ck in enumerate(cks):
-        if (every == 0 or i % every) and i != len(cks) - 1:
+        if chosen is not None:
+            if i not in chosen:
+                continue
+        elif (every == 0 or i % every) and i != len(cks) - 1:
             continue
         policy = load_checkpoint(ck)
         it = policy.meta.get("iteration")
@@ -109,6 +121,8 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--every", type=int, default=1, help="evaluate every n-th checkpoint (and the last)")
+    p.add_argument("--points", type=int, default=0, help="evaluate about this many checkpoints, log-spaced (and "
+                   "the last); overrides --every")
     p.add_argument("--last", action="store_true", help="evaluate only each run's last checkpoint")
     p.add_argument("--sim-threads", type=int, default=1)
     p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run; 'none': no plot)")
@@ -121,7 +135,8 @@ def main(argv=None) -> int:
     for run in a.runs:
         name = os.path.basename(os.path.normpath(run))
         for c in a.contact:
-            rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every)
+            rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every,
+                                0 if a.last else a.points)
             curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
             first = first_at_bar(rows)
             keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",

@@ -39,7 +39,9 @@ import collections
 import copy
 import dataclasses
 import json
+import math
 import os
+import statistics
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -62,6 +64,8 @@ class SHACConfig:
     lr_schedule: str = "linear"     # "linear" or "constant"
     betas: Sequence[float] = (0.7, 0.95)
     grad_norm: float = 1.0          # clip of the actor's and the critic's gradient norms
+    grad_spike_ratio: float = 0.0   # skip the actor step when its gradient norm exceeds this × the median
+    #                                 of the last 50 steps taken (0 = off; see SHAC.iteration)
     critic_iterations: int = 16
     critic_minibatches: int = 4
     target_alpha: float = 0.2       # target <- alpha * target + (1 - alpha) * critic
@@ -90,6 +94,9 @@ PRESETS = {
     "walk": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
                  iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
     # the same with the curriculum gated by tracking (task preset "trot_gated")
+    # "walk" with gradient spikes skipped (SHACConfig.grad_spike_ratio)
+    "walk_skip": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
+                      iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], grad_spike_ratio=10.0)),
     "walk_gated": dict(task="locomotion", task_preset="trot_gated", contact="smooth", num_envs=256,
                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
 }
@@ -226,6 +233,7 @@ class SHAC:
         self.timers = collections.defaultdict(float)
         self.history: List[Dict] = []
         self.wall_time = 0.0  # seconds of training iterations, over resumes
+        self.recent_grad_norms: collections.deque = collections.deque(maxlen=50)  # of the actor steps taken
         self._started = False
 
     # ---- policy ---------------------------------------------------------------------
@@ -379,12 +387,20 @@ class SHAC:
         t1 = time.perf_counter()
         grads = [p.grad for p in self.actor.parameters() if p.grad is not None]
         grad_norm = torch.norm(torch.stack([g.norm() for g in grads])).item() if grads else 0.0
-        if not torch.isfinite(torch.tensor(grad_norm)):
-            self.actor_opt.zero_grad(set_to_none=True)  # skip a non-finite update
+        # A spike (an exploding gradient through contact, dominated by a few environments) is
+        # skipped, not clipped: clipped, it is still a full step in its direction, and it inflates
+        # Adam's second moment, which then damps the next ~1/(1 - beta2) steps.
+        recent = self.recent_grad_norms
+        spike = (cfg.grad_spike_ratio > 0 and len(recent) >= 10
+                 and grad_norm > cfg.grad_spike_ratio * statistics.median(recent))
+        skipped = spike or not math.isfinite(grad_norm)
+        if skipped:
+            self.actor_opt.zero_grad(set_to_none=True)
         else:
             if cfg.grad_norm > 0:
                 nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.grad_norm)
             self.actor_opt.step()
+            recent.append(grad_norm)
         self.env.detach()
         t2 = time.perf_counter()
         value_loss = self._train_critic(self._target_values())
@@ -398,6 +414,7 @@ class SHAC:
             "actor_loss": loss.item(),
             "value_loss": value_loss,
             "grad_norm": grad_norm,
+            "actor_step_skipped": float(skipped),
             "actor_lr": actor_lr,
             "mean_reward": self.rew_buf.mean().item(),
             "episode_return": (sum(self.finished_returns) / len(self.finished_returns)
@@ -474,6 +491,7 @@ class SHAC:
             "env_steps": self.steps,
             "wall_time": self.wall_time,
             "env_schedule": self.env.schedule_state() if hasattr(self.env, "schedule_state") else None,
+            "recent_grad_norms": list(self.recent_grad_norms),
         }
 
     def save(self, path: str) -> None:
@@ -495,6 +513,8 @@ class SHAC:
         self.it = int(ck.get("iteration", 0))
         self.steps = int(ck.get("env_steps", 0))
         self.wall_time = float(ck.get("wall_time", 0.0))
+        self.recent_grad_norms.clear()
+        self.recent_grad_norms.extend(ck.get("recent_grad_norms") or [])
         if hasattr(self.env, "load_schedule_state"):  # the task's schedules (command curriculum) go on
             self.env.load_schedule_state(ck.get("env_schedule") or
                                          {"common_step_counter": self.steps // self.env.num_envs})
@@ -595,6 +615,8 @@ def main(argv=None) -> int:
     p.add_argument("--gamma", type=float, default=None)
     p.add_argument("--target-alpha", type=float, default=None)
     p.add_argument("--critic-iterations", type=int, default=None, help="critic epochs per iteration (default 16)")
+    p.add_argument("--grad-spike-ratio", type=float, default=None, help="skip the actor step when its gradient "
+                   "norm exceeds this x the median of the last 50 steps (0 = off)")
     p.add_argument("--save-interval", type=int, default=100)
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --logdir "
                    "(a finished run, model_final.pt, is then not run again)")
@@ -624,7 +646,8 @@ def main(argv=None) -> int:
     cfg = SHACConfig(**(preset.get("shac") or TASK_DEFAULTS.get(task, {})))
     cfg.iterations = a.iterations or preset.get("iterations", 500)
     cfg.seed, cfg.save_interval = a.seed, a.save_interval
-    for name in ("horizon", "actor_lr", "critic_lr", "action_noise", "gamma", "target_alpha", "critic_iterations"):
+    for name in ("horizon", "actor_lr", "critic_lr", "action_noise", "gamma", "target_alpha", "critic_iterations",
+                 "grad_spike_ratio"):
         if getattr(a, name) is not None:
             setattr(cfg, name, getattr(a, name))
     contact = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")

@@ -68,7 +68,8 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
           meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Trains PPO on ``task``; returns {"runner", "env", "initial", "final", "seconds"} where
     initial/final are ``evaluate`` results (deterministic policy) on a separate env seeded with
-    ``eval_seed``. ``train_cfg``: overrides of moreau.rl.rsl_rl.default_train_cfg.
+    ``eval_seed`` (None with ``eval_steps`` = 0). ``train_cfg``: overrides of
+    moreau.rl.rsl_rl.default_train_cfg.
 
     With ``log_dir``: a checkpoint ``model_<it>.pt`` every ``save_interval`` iterations and
     ``model_final.pt`` at the end (rsl_rl's format; its ``infos["moreau"]`` carries the task, the
@@ -101,7 +102,8 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
     torch.manual_seed(seed)
     task_kwargs = dict(task_kwargs or {})
     env = _make_env(task, num_envs, device, contact, seed, n_threads, **task_kwargs)
-    eval_env = _make_env(task, num_envs, device, contact, eval_seed, n_threads, **task_kwargs)
+    eval_env = None if eval_steps == 0 else _make_env(task, num_envs, device, contact, eval_seed, n_threads,
+                                                      **task_kwargs)
     vec = RslRlVecEnv(env)
     cfg = default_train_cfg(**(train_cfg or {}))
     cfg["seed"] = seed
@@ -121,7 +123,7 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
             env.load_schedule_state(done["env_schedule"])
         if verbose:
             print(f"[train_ppo] resumed from {resume} (iteration {it}, {steps} env steps)", flush=True)
-    initial = evaluate(runner.alg.get_policy(), eval_env, eval_steps)
+    initial = evaluate(runner.alg.get_policy(), eval_env, eval_steps) if eval_env is not None else None
     if verbose:
         print(f"[train_ppo] {task} contact={contact} envs={num_envs}: initial {json.dumps(initial)}", flush=True)
 
@@ -155,7 +157,7 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
         if log is not None:
             log.close()
     seconds = time.time() - t_start
-    final = evaluate(runner.alg.get_policy(), eval_env, eval_steps)
+    final = evaluate(runner.alg.get_policy(), eval_env, eval_steps) if eval_env is not None else None
     if verbose:
         print(f"[train_ppo] after {iterations} iterations ({seconds:.1f} s): final {json.dumps(final)}", flush=True)
     if log_dir:
@@ -186,6 +188,8 @@ def main(argv=None) -> int:
     p.add_argument("--task-preset", default=None, help="locomotion: a task preset (moreau.tasks.locomotion "
                    "PRESETS, e.g. trot_gated)")
     p.add_argument("--task-config", default=None, metavar="JSON", help="locomotion: LocomotionConfig overrides")
+    p.add_argument("--eval-steps", type=int, default=None, help="control steps of the evaluation before and "
+                   "after training (default: an episode; 0: none)")
     p.add_argument("--save-interval", type=int, default=50, help="checkpoint every this many iterations")
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --log-dir")
     a = p.parse_args(argv)
@@ -204,7 +208,7 @@ def main(argv=None) -> int:
     contact = a.contact or ("hard" if a.task == "locomotion" else None)
     train_cfg = {"num_steps_per_env": a.steps_per_env} if a.steps_per_env else None
     train(a.task, a.iterations, a.num_envs, contact, a.device, a.seed, a.log_dir, a.n_threads, a.torch_threads,
-          train_cfg, task_kwargs, save_interval=a.save_interval, resume=a.resume,
+          train_cfg, task_kwargs, eval_steps=a.eval_steps, save_interval=a.save_interval, resume=a.resume,
           meta={"task_preset": a.task_preset, "preset": None})
     return 0
 

@@ -70,6 +70,37 @@ def test_checkpoint_round_trip(tmp_path):
     assert other.it == 3
 
 
+def test_gradient_spike_is_skipped(tmp_path):
+    """grad_spike_ratio: an iteration whose actor gradient norm is far above the recent median
+    (here: the reward scaled by 1e4 for one iteration) leaves the actor and Adam's moments
+    unchanged; the next ordinary iteration steps again; the recent norms survive a checkpoint."""
+    env = CartPole(num_envs=8, seed=0, n_threads=1)
+    agent = SHAC(env, small_cfg(iterations=20, grad_spike_ratio=10.0), progress=False)
+    for _ in range(12):
+        assert agent.iteration()["actor_step_skipped"] == 0.0
+    assert len(agent.recent_grad_norms) == 12
+    before = [p.detach().clone() for p in agent.actor.parameters()]
+    moments = [v["exp_avg_sq"].clone() for v in agent.actor_opt.state_dict()["state"].values()]
+    step = env.step
+
+    def loud_step(actions):
+        obs, rew, done, info = step(actions)
+        return obs, rew * 1e4, done, info
+    env.step = loud_step
+    s = agent.iteration()
+    assert s["actor_step_skipped"] == 1.0 and s["grad_norm"] > 10 * max(agent.recent_grad_norms)
+    assert all(torch.equal(a, b) for a, b in zip(before, agent.actor.parameters()))
+    after = [v["exp_avg_sq"] for v in agent.actor_opt.state_dict()["state"].values()]
+    assert all(torch.equal(a, b) for a, b in zip(moments, after)) and len(agent.recent_grad_norms) == 12
+    env.step = step
+    assert agent.iteration()["actor_step_skipped"] == 0.0
+    assert not all(torch.equal(a, b) for a, b in zip(before, agent.actor.parameters()))
+    agent.save(str(tmp_path / "ck.pt"))
+    other = SHAC(CartPole(num_envs=8, seed=0, n_threads=1), small_cfg(), progress=False)
+    other.load(str(tmp_path / "ck.pt"))
+    assert list(other.recent_grad_norms) == list(agent.recent_grad_norms)
+
+
 def test_td_lambda_targets():
     """Hand-built rollout buffers: λ = 0 gives one-step TD targets r + γ V(s'), a done step
     uses its own next value (0 for a failure, the bootstrap value for a time-out); λ = 1

@@ -1,0 +1,326 @@
+"""moreau.studies.locomotion: Study B end to end (../shared/design/SCIENCE.md; README "Study B").
+
+    python3 -m moreau.studies.locomotion                       # the full protocol (hours; resumable)
+    python3 -m moreau.studies.locomotion --quick --out /tmp/b  # every stage in a few minutes
+    python3 -m moreau.studies.locomotion --methods shac_smooth ppo_hard --seeds 0 1 2 --jobs 2
+
+Methods: SHAC (moreau.shac, ``--shac-preset``, default "walk") through each contact model
+(shac_hard, shac_soft, shac_smooth, shac_hard_smooth_grad) and rsl_rl's PPO (moreau.train_ppo:
+legged_gym's ANYmal settings, the same task preset and reward, rewards clipped at 0 per step as
+legged_gym does) through hard and through smooth contact (ppo_hard, ppo_smooth).
+
+Stages, each resumable (a finished run or evaluation is skipped; run the command again to go on):
+1. train every method × seed, ``--jobs`` at a time (one simulator and one torch thread each), in
+   ``--runs``/<method>_s<seed> (logs in <run>.out); unfinished runs resume from their newest
+   checkpoint;
+2. evaluate about ``--points`` checkpoints of each run (log-spaced, the last included) with
+   moreau.learning_curve's protocol under hard contact (commands uniform in the training
+   ranges, friction and base mass randomised, pushes on, ``--eval-envs`` × ``--eval-seconds``,
+   seed 1, deterministic actions), and the last checkpoint under the run's own training contact
+   (the transfer gap);
+3. write under ``--out``: ``runs.csv`` / ``study.json`` (per run: samples, training seconds, the
+   first checkpoint at the bar of moreau.learning_curve.BARS, the last checkpoint's errors under
+   hard and own contact, the transfer gap; per method: seeds at the bar, median samples and
+   seconds to it; the ratios of PPO's to SHAC-smooth's samples and seconds; the standing
+   baseline), ``curves.png`` (tracking error against samples, log x, one colour per method),
+   ``transfer.png`` (last errors, own contact vs hard), ``traces.png`` (commanded vs achieved
+   velocities of the best SHAC-smooth policy under hard contact), and ``policies/<method>.pt``
+   (each method's best finished seed's final checkpoint).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, List, Optional
+
+__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "train", "evaluate_runs", "summarize", "main"]
+
+# method -> (trainer, contact model it trains through)
+METHODS = {
+    "shac_hard": ("shac", "hard"),
+    "shac_soft": ("shac", "soft"),
+    "shac_smooth": ("shac", "smooth"),
+    "shac_hard_smooth_grad": ("shac", "hard_smooth_grad"),
+    "ppo_hard": ("ppo", "hard"),
+    "ppo_smooth": ("ppo", "smooth"),
+}
+
+# Budgets. full: SHAC's "walk" preset as shipped (2,500 iterations × 256 envs × 32 steps = 20.5 M
+# samples); PPO with legged_gym's ANYmal iterations (1,500) at 2,048 envs × 24 steps = 73.7 M
+# samples, more than 10× the samples SHAC-smooth needs to reach the bar (about 7-9 M).
+PROTOCOLS = {
+    "full": dict(shac_args=[], ppo_args=["--iterations", "1500", "--num-envs", "2048", "--steps-per-env", "24",
+                                         "--save-interval", "25"],
+                 shac_save=100, eval_envs=128, eval_seconds=20.0, points=12),
+    "quick": dict(shac_args=["--iterations", "2", "--num-envs", "8", "--horizon", "4"],
+                  ppo_args=["--iterations", "2", "--num-envs", "16", "--steps-per-env", "4", "--save-interval", "1"],
+                  shac_save=1, eval_envs=4, eval_seconds=0.2, points=3),
+}
+
+
+class Run:
+    """One method × seed: its folder and the command that trains it (or resumes it)."""
+
+    def __init__(self, method: str, seed: int, runs_dir: str, protocol: Dict, shac_preset: str, task_preset: str,
+                 device: str):
+        self.method, self.seed = method, seed
+        self.trainer, self.contact = METHODS[method]
+        self.dir = os.path.join(runs_dir, f"{method}_s{seed}")
+        py = [sys.executable, "-m"]
+        if self.trainer == "shac":
+            self.cmd = py + ["moreau.shac", "--preset", shac_preset, "--contact", self.contact, "--seed", str(seed),
+                             "--logdir", self.dir, "--sim-threads", "1", "--torch-threads", "1", "--resume", "auto",
+                             "--no-progress", "--device", device, "--save-interval", str(protocol["shac_save"])]
+            self.cmd += protocol["shac_args"]
+        else:
+            self.cmd = py + ["moreau.train_ppo", "--task", "locomotion", "--task-preset", task_preset, "--contact",
+                             self.contact, "--seed", str(seed), "--log-dir", self.dir, "--n-threads", "1",
+                             "--torch-threads", "1", "--resume", "auto", "--eval-steps", "0", "--device", device]
+            self.cmd += protocol["ppo_args"]
+
+    @property
+    def finished(self) -> bool:
+        return os.path.exists(os.path.join(self.dir, "model_final.pt"))
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.dir)
+
+
+def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk",
+         device: str = "cpu") -> List[Run]:
+    from ..shac import PRESETS
+    task_preset = PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
+    return [Run(m, s, runs_dir, protocol, shac_preset, task_preset, device) for s in seeds for m in methods]
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm import tqdm
+        return tqdm(total=total, desc=desc, dynamic_ncols=True)
+    except ImportError:  # tqdm is in the README's set-up; without it, no bar
+        return None
+
+
+def train(runs: List[Run], jobs: int = 2) -> List[Run]:
+    """Trains (or resumes) the unfinished runs, ``jobs`` at a time; returns the runs that failed."""
+    todo = [r for r in runs if not r.finished]
+    bar = _progress(len(runs), "train")
+    if bar is not None:
+        bar.update(len(runs) - len(todo))
+    failed = []
+
+    def one(run: Run) -> None:
+        os.makedirs(os.path.dirname(run.dir) or ".", exist_ok=True)
+        with open(run.dir + ".out", "a") as out:
+            rc = subprocess.run(run.cmd, stdout=out, stderr=subprocess.STDOUT).returncode
+        if rc != 0 or not run.finished:
+            failed.append(run)
+        if bar is not None:
+            bar.update(1)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, todo))
+    if bar is not None:
+        bar.close()
+    return failed
+
+
+def evaluate_runs(runs: List[Run], protocol: Dict) -> Dict[str, Dict[str, List[Dict]]]:
+    """run name -> {"hard": curve rows, "own": the last checkpoint's row under its own contact}
+    (moreau.learning_curve.evaluate_run; cached in each run's curve_<contact>.json)."""
+    import torch
+    from ..learning_curve import evaluate_run
+    torch.set_num_threads(1)
+    out = {}
+    bar = _progress(len(runs), "evaluate")
+    for r in runs:
+        if not os.path.isdir(r.dir):
+            continue
+        kw = dict(num_envs=protocol["eval_envs"], seconds=protocol["eval_seconds"], seed=1, sim_threads=1)
+        hard = evaluate_run(r.dir, "hard", points=protocol["points"], **kw)
+        own = hard if r.contact == "hard" else evaluate_run(r.dir, r.contact, every=0, **kw)
+        out[r.name] = {"hard": hard, "own": own}
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return out
+
+
+def _median(xs: List[float]) -> Optional[float]:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(runs: List[Run], curves: Dict[str, Dict[str, List[Dict]]], baseline: Optional[Dict] = None) -> Dict:
+    """The study's table: per run and per method (see the module docstring)."""
+    from ..learning_curve import BARS, first_at_bar
+    keep = ("lin_vel_error", "yaw_rate_error", "falls_per_minute", "trot_fraction")
+    rows, methods = [], {}
+    for r in runs:
+        c = curves.get(r.name)
+        if not c or not c["hard"]:
+            continue
+        hard, own = c["hard"][-1], c["own"][-1] if c["own"] else None
+        first = first_at_bar(c["hard"])
+        gap = (hard["lin_vel_error"] / own["lin_vel_error"] - 1.0) if own and own["lin_vel_error"] > 0 else None
+        row = {"method": r.method, "seed": r.seed, "trainer": r.trainer, "contact": r.contact, "finished": r.finished,
+               "samples": hard["env_steps_trained"], "seconds": hard.get("wall_time_trained"),
+               "bar_samples": first["env_steps_trained"] if first else None,
+               "bar_seconds": first.get("wall_time_trained") if first else None,
+               **{f"hard_{k}": hard.get(k) for k in keep}, **{f"own_{k}": own.get(k) if own else None for k in keep},
+               "transfer_gap": gap}
+        rows.append(row)
+        methods.setdefault(r.method, []).append(row)
+    per_method = {}
+    for m, rs in methods.items():
+        per_method[m] = {
+            "seeds": len(rs), "finished": sum(r["finished"] for r in rs),
+            "at_bar": sum(r["bar_samples"] is not None for r in rs),
+            "median_bar_samples": _median([r["bar_samples"] for r in rs]),
+            "median_bar_seconds": _median([r["bar_seconds"] for r in rs]),
+            **{f"median_hard_{k}": _median([r[f"hard_{k}"] for r in rs]) for k in keep},
+            "median_transfer_gap": _median([r["transfer_gap"] for r in rs])}
+    ratios = {}
+    ref = per_method.get("shac_smooth", {})
+    for m in ("ppo_hard", "ppo_smooth"):
+        pm = per_method.get(m, {})
+        for what in ("samples", "seconds"):
+            a, b = pm.get(f"median_bar_{what}"), ref.get(f"median_bar_{what}")
+            ratios[f"{m}_over_shac_smooth_{what}"] = a / b if a and b else None
+    return {"bars": BARS, "runs": rows, "methods": per_method, "ratios": ratios, "standing_baseline": baseline}
+
+
+def standing_baseline(run: Run, protocol: Dict) -> Optional[Dict]:
+    """The protocol's metrics of zero actions (the default pose held) on the run's task, hard contact."""
+    import torch
+    from ..evaluate import eval_env, evaluate, load_checkpoint
+    from ..learning_curve import checkpoints
+    cks = checkpoints(run.dir) if os.path.isdir(run.dir) else []
+    if not cks:
+        return None
+    meta = load_checkpoint(cks[-1]).meta["env"]
+    env = eval_env(meta, "locomotion", protocol["eval_envs"], "hard", seed=1, sim_threads=1)
+    return evaluate(env, lambda obs: torch.zeros(obs.shape[0], env.num_actions), protocol["eval_seconds"],
+                    "locomotion", seed=1)
+
+
+def plot(out: str, runs: List[Run], curves: Dict, table: Dict) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from ..learning_curve import BARS
+
+    colours = dict(zip(METHODS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    names = {"lin_vel_error": "planar error [m/s]", "yaw_rate_error": "yaw-rate error [rad/s]",
+             "falls_per_minute": "falls per minute"}
+    seen = set()
+    for r in runs:
+        rows = curves.get(r.name, {}).get("hard")
+        if not rows:
+            continue
+        for ax, k in zip(axes, names):
+            ax.plot([max(x["env_steps_trained"], 1) for x in rows], [x[k] for x in rows], "o-", ms=2.5, lw=1.0,
+                    color=colours[r.method], label=None if r.method in seen else r.method)
+        seen.add(r.method)
+    base = table.get("standing_baseline")
+    for ax, (k, label) in zip(axes, names.items()):
+        ax.axhline(BARS[k], color="k", ls="--", lw=0.8)
+        if base:
+            ax.axhline(base[k], color="0.6", ls=":", lw=1.0)
+        ax.set_xscale("log")
+        ax.set_xlabel("environment samples")
+        ax.set_ylabel(label + ", hard contact")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Study B: evaluated under hard contact (dashed: bar; dotted: standing still)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "curves.png"), dpi=100)
+    plt.close(fig)
+
+    ms = [m for m in METHODS if m in table["methods"]]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    for i, m in enumerate(ms):
+        rs = [r for r in table["runs"] if r["method"] == m]
+        own = [r["own_lin_vel_error"] for r in rs if r["own_lin_vel_error"] is not None]
+        hard = [r["hard_lin_vel_error"] for r in rs]
+        ax.bar(i - 0.2, statistics.mean(own) if own else 0, 0.4, color="0.7", label="own contact" if i == 0 else None)
+        ax.bar(i + 0.2, statistics.mean(hard), 0.4, color=colours[m], label="hard contact" if i == 0 else None)
+    ax.set_xticks(range(len(ms)), ms, rotation=20, fontsize=8)
+    ax.set_ylabel("planar error of the last checkpoint [m/s]")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "transfer.png"), dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m moreau.studies.locomotion", description=__doc__.split("\n\n")[0])
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--quick", action="store_true", help="tiny budgets: every stage end to end in minutes")
+    p.add_argument("--runs", default=None, help="run folders (default runs/study_b, runs/study_b_quick)")
+    p.add_argument("--out", default=None, help="results (default results/study_b, runs/study_b_quick/results)")
+    p.add_argument("--shac-preset", default="walk", help="moreau.shac preset of every SHAC run (its task "
+                   "preset is PPO's too)")
+    p.add_argument("--jobs", type=int, default=2, help="runs trained side by side (one core each)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--no-train", action="store_true", help="evaluate and summarise what is there")
+    a = p.parse_args(argv)
+    protocol = PROTOCOLS["quick" if a.quick else "full"]
+    runs_dir = a.runs or ("runs/study_b_quick" if a.quick else "runs/study_b")
+    out = a.out or (os.path.join(runs_dir, "results") if a.quick else "results/study_b")
+    runs = plan(a.methods, a.seeds, runs_dir, protocol, a.shac_preset, a.device)
+    if not a.no_train:
+        failed = train(runs, a.jobs)
+        for r in failed:
+            print(f"moreau.studies.locomotion: {r.name} did not finish; see {r.dir}.out", file=sys.stderr)
+    curves = evaluate_runs(runs, protocol)
+    ref = next((r for r in runs if r.method == "shac_smooth"), runs[0])
+    table = summarize(runs, curves, standing_baseline(ref, protocol))
+    table["protocol"] = {"name": "quick" if a.quick else "full", **protocol, "shac_preset": a.shac_preset,
+                         "seeds": a.seeds}
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "study.json"), "w") as f:
+        json.dump(table, f, indent=1)
+    if table["runs"]:
+        import csv
+        with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(table["runs"][0]))
+            w.writeheader()
+            w.writerows(table["runs"])
+        plot(out, runs, curves, table)
+    os.makedirs(os.path.join(out, "policies"), exist_ok=True)
+    for m, rs in {m: [r for r in table["runs"] if r["method"] == m and r["finished"]] for m in a.methods}.items():
+        if rs:  # the best finished seed: lowest planar + yaw error under hard contact
+            best = min(rs, key=lambda r: r["hard_lin_vel_error"] + r["hard_yaw_rate_error"])
+            shutil.copy(os.path.join(runs_dir, f"{m}_s{best['seed']}", "model_final.pt"),
+                        os.path.join(out, "policies", f"{m}.pt"))
+    best = os.path.join(out, "policies", "shac_smooth.pt")
+    if os.path.exists(best):
+        from ..evaluate import main as evaluate_main
+        evaluate_main([best, "--contact", "hard", "--num-envs", str(protocol["eval_envs"]), "--seconds",
+                       str(protocol["eval_seconds"]), "--sim-threads", "1", "--plot", os.path.join(out, "traces.png"),
+                       "--json", os.path.join(out, "shac_smooth_hard.json")])
+    for m, s in table["methods"].items():
+        bar = s["median_bar_samples"]
+        print(f"{m:24s} seeds {s['seeds']} (finished {s['finished']}), at the bar {s['at_bar']}"
+              + (f", median {bar / 1e6:.2f} M samples, {s['median_bar_seconds'] / 60:.1f} min" if bar else "")
+              + f"; last under hard: planar {s['median_hard_lin_vel_error']:.3f} m/s, yaw "
+              f"{s['median_hard_yaw_rate_error']:.3f} rad/s, falls {s['median_hard_falls_per_minute']:.2f}/min")
+    for k, v in table["ratios"].items():
+        if v is not None:
+            print(f"{k}: {v:.2f}")
+    print(f"results: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

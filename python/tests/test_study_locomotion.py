@@ -1,0 +1,32 @@
+"""moreau.studies.locomotion --quick end to end: every method trains (tiny budgets), every run is
+evaluated under hard and its own contact, the table, plots and policies are written, and a
+second call resumes (nothing is trained again)."""
+import json
+import os
+
+import pytest
+
+pytest.importorskip("rsl_rl")
+from moreau.studies.locomotion import METHODS, main  # noqa: E402
+
+
+def test_quick_study_end_to_end(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    args = ["--quick", "--runs", str(runs), "--out", str(out), "--seeds", "0"]
+    assert main(args) == 0
+    table = json.loads((out / "study.json").read_text())
+    assert sorted(r["method"] for r in table["runs"]) == sorted(METHODS)
+    for r in table["runs"]:
+        assert r["finished"] and r["samples"] > 0 and r["hard_lin_vel_error"] >= 0 and r["own_lin_vel_error"] >= 0
+        # hard_smooth_grad's forward is hard contact's (only its gradient is smoothed): no gap either
+        assert (r["transfer_gap"] == pytest.approx(0.0)) == (r["contact"] in ("hard", "hard_smooth_grad"))
+    assert set(table["ratios"]) == {f"{m}_over_shac_smooth_{w}" for m in ("ppo_hard", "ppo_smooth")
+                                    for w in ("samples", "seconds")}
+    assert table["standing_baseline"]["lin_vel_error"] > 0.3  # standing still does not track the commands
+    for f in ("runs.csv", "curves.png", "transfer.png", "traces.png", "shac_smooth_hard.json"):
+        assert (out / f).stat().st_size > 0, f
+    assert sorted(os.listdir(out / "policies")) == sorted(f"{m}.pt" for m in METHODS)
+    finals = {m: os.path.getmtime(runs / f"{m}_s0" / "model_final.pt") for m in METHODS}
+    assert main(args) == 0  # resumes: finished runs and evaluated checkpoints are skipped
+    assert {m: os.path.getmtime(runs / f"{m}_s0" / "model_final.pt") for m in METHODS} == finals
+    assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]
