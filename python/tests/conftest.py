@@ -8,6 +8,16 @@ import moreau
 CUDA = moreau.built_with_cuda and torch.cuda.is_available() and moreau.cuda_available()
 
 
+@pytest.fixture
+def one_thread():
+    """One torch intra-op thread for the test: small networks run fastest so, and spinning torch
+    workers on a busy 2-core machine slow the tests down many times."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def devices():
     """CPU always; CUDA when this moreau was built with it and a GPU is present."""
     return ["cpu"] + (["cuda"] if CUDA else [])

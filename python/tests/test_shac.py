@@ -8,14 +8,7 @@ from moreau.shac import SHAC, SHACConfig, load_policy, main as shac_main
 from moreau.tasks.cartpole import CartPole
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Small networks: one intra-op thread is fastest, and spinning torch workers on a busy 2-core
-    # machine slow these tests down many times.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def small_cfg(**kw):

@@ -12,12 +12,7 @@ from moreau.studies.gradients import _env, main, returns, start_states
 POLICY = os.path.join(os.path.dirname(__file__), "..", "..", "results", "shac_walk", "policy.pt")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("contact", ["smooth", "hard"])
