@@ -65,7 +65,7 @@ class SHACConfig:
     betas: Sequence[float] = (0.7, 0.95)
     grad_norm: float = 1.0          # clip of the actor's and the critic's gradient norms
     grad_spike_ratio: float = 0.0   # skip the actor step when its gradient norm exceeds this × the median
-    #                                 of the last 50 steps taken (0 = off; see SHAC.iteration)
+    #                                 of the last 50 iterations' norms (0 = off; see SHAC.iteration)
     critic_iterations: int = 16
     critic_minibatches: int = 4
     target_alpha: float = 0.2       # target <- alpha * target + (1 - alpha) * critic
@@ -233,7 +233,7 @@ class SHAC:
         self.timers = collections.defaultdict(float)
         self.history: List[Dict] = []
         self.wall_time = 0.0  # seconds of training iterations, over resumes
-        self.recent_grad_norms: collections.deque = collections.deque(maxlen=50)  # of the actor steps taken
+        self.recent_grad_norms: collections.deque = collections.deque(maxlen=50)  # the last iterations' norms
         self._started = False
 
     # ---- policy ---------------------------------------------------------------------
@@ -389,7 +389,8 @@ class SHAC:
         grad_norm = torch.norm(torch.stack([g.norm() for g in grads])).item() if grads else 0.0
         # A spike (an exploding gradient through contact, dominated by a few environments) is
         # skipped, not clipped: clipped, it is still a full step in its direction, and it inflates
-        # Adam's second moment, which then damps the next ~1/(1 - beta2) steps.
+        # Adam's second moment, which then damps the next ~1/(1 - beta2) steps. The median is over
+        # every recent iteration, skipped or not, so that norms that grow for good are followed.
         recent = self.recent_grad_norms
         spike = (cfg.grad_spike_ratio > 0 and len(recent) >= 10
                  and grad_norm > cfg.grad_spike_ratio * statistics.median(recent))
@@ -400,6 +401,7 @@ class SHAC:
             if cfg.grad_norm > 0:
                 nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.grad_norm)
             self.actor_opt.step()
+        if math.isfinite(grad_norm):
             recent.append(grad_norm)
         self.env.detach()
         t2 = time.perf_counter()
@@ -616,7 +618,7 @@ def main(argv=None) -> int:
     p.add_argument("--target-alpha", type=float, default=None)
     p.add_argument("--critic-iterations", type=int, default=None, help="critic epochs per iteration (default 16)")
     p.add_argument("--grad-spike-ratio", type=float, default=None, help="skip the actor step when its gradient "
-                   "norm exceeds this x the median of the last 50 steps (0 = off)")
+                   "norm exceeds this x the median of the last 50 iterations' (0 = off)")
     p.add_argument("--save-interval", type=int, default=100)
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --logdir "
                    "(a finished run, model_final.pt, is then not run again)")
