@@ -46,16 +46,19 @@ def log_spaced(n: int, points: int) -> List[int]:
 
 
 def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
-                 sim_threads: int = 1, every: int = 1, points: int = 0) -> List[Dict]:
+                 sim_threads: int = 1, every: int = 1, points: int = 0, until_bar: bool = False) -> List[Dict]:
     """Evaluates the run's checkpoints (every ``every``-th, and the last; ``every`` = 0: only the
     last; ``points`` > 0: about that many, log-spaced in checkpoint order, the last included)
-    under ``contact``; returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
+    under ``contact``; with ``until_bar`` none after the first at the bar (but the last);
+    returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
     path = os.path.join(run, f"curve_{contact}.json")
     rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
     done = {(r["iteration"], r["protocol"]["num_envs"], r["protocol"]["seconds"], r["protocol"]["seed"]) for r in rows}
     cks = checkpoints(run)
     chosen = set(log_spaced(len(cks), points)) if points > 0 else None
     for i, ck in enumerate(cks):
+        if until_bar and i != len(cks) - 1 and first_at_bar(rows) is not None:
+            continue
         if chosen is not None:
             if i not in chosen:
                 continue
@@ -123,6 +126,8 @@ def main(argv=None) -> int:
     p.add_argument("--every", type=int, default=1, help="evaluate every n-th checkpoint (and the last)")
     p.add_argument("--points", type=int, default=0, help="evaluate about this many checkpoints, log-spaced (and "
                    "the last); overrides --every")
+    p.add_argument("--until-bar", action="store_true", help="skip the checkpoints after the first at the bar "
+                   "(the last is evaluated all the same)")
     p.add_argument("--last", action="store_true", help="evaluate only each run's last checkpoint")
     p.add_argument("--sim-threads", type=int, default=1)
     p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run; 'none': no plot)")
@@ -136,7 +141,7 @@ def main(argv=None) -> int:
         name = os.path.basename(os.path.normpath(run))
         for c in a.contact:
             rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every,
-                                0 if a.last else a.points)
+                                0 if a.last else a.points, a.until_bar)
             curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
             first = first_at_bar(rows)
             keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",

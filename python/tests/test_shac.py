@@ -126,7 +126,7 @@ def test_command_line(tmp_path):
     assert eval_main([str(logdir / "model_final.pt"), "--seconds", "0.5", "--num-envs", "4"]) == 0
 
 
-def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path):
+def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeypatch):
     """A tiny run of the "walk" preset: the checkpoint carries the task configuration (gait
     clock, foot terms, curriculum), moreau.evaluate rebuilds that task from it alone (curriculum
     off), honours --command / --friction / --no-push, writes its metrics as JSON and a GIF;
@@ -183,6 +183,11 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path):
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["runs"]["walk"]["hard"]["last"]["iteration"] == 2
     assert summary["runs"]["walk"]["hard"]["first_at_bar"] is None  # two iterations do not walk
+    # until_bar: nothing after the first checkpoint at the bar but the last (a bar every row meets)
+    import moreau.learning_curve as lc
+    monkeypatch.setattr(lc, "BARS", {k: float("inf") for k in lc.BARS})
+    rows = lc.evaluate_run(str(logdir), "hard_smooth_grad", num_envs=2, seconds=0.1, until_bar=True)
+    assert [r["checkpoint"] for r in rows] == ["model_1.pt", "model_final.pt"]
 
 
 def test_resume_restores_the_curriculum_and_the_log_columns(tmp_path):

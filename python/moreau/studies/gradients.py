@@ -16,7 +16,9 @@ is differentiated two ways, for every contact model and H:
   direction a local search would follow (forward passes of the same contact model).
 Reported per model and H (means over the starts): ``cosine`` cos(g_i, ĝ_i); ``fd_cosine`` the
 cosine between the two halves of ĝ_i's samples (the estimator's own noise: the ceiling of
-``cosine``); ``rel_variance`` Σ_i |g_i − ḡ|² / (N |ḡ|²), the spread of the analytic gradient over
+``cosine`` is ``fd_ceiling`` = 1/√(1 + (1/c − 1)/2) with c = ``fd_cosine``: the expected cosine
+of the exact smoothed gradient with the estimate of all M pairs, whose noise variance is half a
+half's); ``rel_variance`` Σ_i |g_i − ḡ|² / (N |ḡ|²), the spread of the analytic gradient over
 starts (a batch gradient averages it away only as 1/N); ``grad_norm`` the median |g_i| (an
 exploding gradient grows with H); ``fd_norm`` the median |ĝ_i|.
 Models: hard, soft, smooth at a few (k [1/m], g_max [m]) and hard_smooth_grad (hard forward,
@@ -133,9 +135,11 @@ def measure(policy, meta: Dict, s: Dict[str, torch.Tensor], contact: str, params
         half = pairs // 2
         g = grads[h]
         gbar = g.mean(0)
+        c_half = float(_cos(per[:half].mean(0), per[half:].mean(0)).mean())
         rows.append({
             "horizon": h, "cosine": float(_cos(g, fd).mean()),
-            "fd_cosine": float(_cos(per[:half].mean(0), per[half:].mean(0)).mean()),
+            "fd_cosine": c_half,
+            "fd_ceiling": 1.0 / math.sqrt(1.0 + (1.0 / c_half - 1.0) / 2.0) if c_half > 0 else 0.0,
             "rel_variance": float(((g - gbar) ** 2).sum(1).mean() / gbar.pow(2).sum().clamp_min(1e-30)),
             "grad_norm": float(g.norm(dim=1).median()), "fd_norm": float(fd.norm(dim=1).median()),
             "finite": bool(torch.isfinite(g).all() and torch.isfinite(fd).all()),
@@ -154,7 +158,7 @@ def plot(path: str, table: Dict[str, List[Dict]]) -> None:
         axes[1].plot(hs, [r["rel_variance"] for r in rows], "o-", ms=3, label=name)
         axes[2].plot(hs, [r["grad_norm"] for r in rows], "o-", ms=3, label=name)
     first = next(iter(table.values()))
-    axes[0].plot([r["horizon"] for r in first], [r["fd_cosine"] for r in first], "k:", lw=1,
+    axes[0].plot([r["horizon"] for r in first], [r["fd_ceiling"] for r in first], "k:", lw=1,
                  label=f"FD noise ceiling ({next(iter(table))})")
     for ax, label in zip(axes, ("cos(analytic, smoothed FD)", "relative variance over starts",
                                 "median |∂J/∂b|")):
@@ -194,7 +198,7 @@ def main(argv=None) -> int:
         contact, params = MODELS[name]
         table[name] = measure(policy, meta, s, contact, params, sorted(a.horizons), a.pairs, a.sigma, a.gamma)
         for r in table[name]:
-            print(f"{name:24s} H {r['horizon']:3d}: cos {r['cosine']:+.3f} (FD ceiling {r['fd_cosine']:+.3f}), "
+            print(f"{name:24s} H {r['horizon']:3d}: cos {r['cosine']:+.3f} (FD ceiling {r['fd_ceiling']:+.3f}), "
                   f"rel. variance {r['rel_variance']:.3g}, |g| {r['grad_norm']:.3g}, |FD| {r['fd_norm']:.3g}",
                   flush=True)
     os.makedirs(a.out, exist_ok=True)
