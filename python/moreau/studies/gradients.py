@@ -46,7 +46,7 @@ MODELS: Dict[str, Tuple[str, Dict[str, float]]] = {
     "smooth k=100": ("smooth", {"smooth_k": 100.0}),
     "smooth k=300": ("smooth", {"smooth_k": 300.0}),
     "smooth k=1000": ("smooth", {"smooth_k": 1000.0}),
-    "smooth k=300 gmax=0.05": ("smooth", {"smooth_k": 300.0, "smooth_gmax": 0.05}),
+    "smooth k=100 gmax=0.05": ("smooth", {"smooth_k": 100.0, "smooth_gmax": 0.05}),
     "hard_smooth_grad": ("hard_smooth_grad", {"smooth_k": 300.0}),
 }
 
