@@ -38,6 +38,12 @@ def checkpoints(run: str) -> List[str]:
     return out
 
 
+def _iteration(checkpoint: str) -> float:
+    """model_<it>.pt -> it (model_final.pt: infinity)."""
+    name = os.path.basename(checkpoint)[6:-3]
+    return int(name) if name.isdigit() else math.inf
+
+
 def log_spaced(n: int, points: int) -> List[int]:
     """About ``points`` indices of 0..n-1, evenly spaced in log(index + 1), the last included."""
     if points <= 0 or n <= points:
@@ -46,10 +52,12 @@ def log_spaced(n: int, points: int) -> List[int]:
 
 
 def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
-                 sim_threads: int = 1, every: int = 1, points: int = 0, until_bar: bool = False) -> List[Dict]:
+                 sim_threads: int = 1, every: int = 1, points: int = 0, until_bar: bool = False,
+                 start: int = 0) -> List[Dict]:
     """Evaluates the run's checkpoints (every ``every``-th, and the last; ``every`` = 0: only the
     last; ``points`` > 0: about that many, log-spaced in checkpoint order, the last included)
-    under ``contact``; with ``until_bar`` none after the first at the bar (but the last);
+    under ``contact``; with ``until_bar`` none after the first at the bar (but the last); none
+    of an iteration below ``start`` (but the last);
     returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
     path = os.path.join(run, f"curve_{contact}.json")
     rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
@@ -57,7 +65,7 @@ def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 2
     cks = checkpoints(run)
     chosen = set(log_spaced(len(cks), points)) if points > 0 else None
     for i, ck in enumerate(cks):
-        if until_bar and i != len(cks) - 1 and first_at_bar(rows) is not None:
+        if i != len(cks) - 1 and ((until_bar and first_at_bar(rows) is not None) or _iteration(ck) < start):
             continue
         if chosen is not None:
             if i not in chosen:
@@ -74,6 +82,7 @@ def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 2
                    wall_time_trained=policy.meta.get("wall_time"),
                    protocol={"num_envs": num_envs, "seconds": seconds, "seed": seed, "contact": contact})
         rows = [r for r in rows if r["iteration"] != it] + [res]
+        done.add((it, num_envs, seconds, seed))  # model_final.pt repeats the last numbered checkpoint
         rows.sort(key=lambda r: r["env_steps_trained"])
         with open(path + ".tmp", "w") as f:
             json.dump(rows, f, indent=1)
@@ -128,6 +137,8 @@ def main(argv=None) -> int:
                    "the last); overrides --every")
     p.add_argument("--until-bar", action="store_true", help="skip the checkpoints after the first at the bar "
                    "(the last is evaluated all the same)")
+    p.add_argument("--start", type=int, default=0, help="skip the checkpoints of iterations below this (the last "
+                   "is evaluated all the same)")
     p.add_argument("--last", action="store_true", help="evaluate only each run's last checkpoint")
     p.add_argument("--sim-threads", type=int, default=1)
     p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run; 'none': no plot)")
@@ -141,7 +152,7 @@ def main(argv=None) -> int:
         name = os.path.basename(os.path.normpath(run))
         for c in a.contact:
             rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every,
-                                0 if a.last else a.points, a.until_bar)
+                                0 if a.last else a.points, a.until_bar, a.start)
             curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
             first = first_at_bar(rows)
             keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",

@@ -188,6 +188,8 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeyp
     monkeypatch.setattr(lc, "BARS", {k: float("inf") for k in lc.BARS})
     rows = lc.evaluate_run(str(logdir), "hard_smooth_grad", num_envs=2, seconds=0.1, until_bar=True)
     assert [r["checkpoint"] for r in rows] == ["model_1.pt", "model_final.pt"]
+    rows = lc.evaluate_run(str(logdir), "soft", num_envs=2, seconds=0.1, start=2)  # from iteration 2 on
+    assert [r["checkpoint"] for r in rows] == ["model_2.pt"]
 
 
 def test_resume_restores_the_curriculum_and_the_log_columns(tmp_path):
