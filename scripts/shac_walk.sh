@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # README "SHAC walks", end to end and resumable: trains the "walk" preset (SHAC through smooth
-# contact, trot clock, swing-foot height, command curriculum, gradient spikes skipped; 2,500
-# iterations x 8,192 samples)
+# contact, trot clock, swing-foot height, command curriculum; 2,500 iterations x 8,192 samples)
 # for each seed, two seeds side by side on one core each; evaluates every other checkpoint under
 # hard contact with moreau.evaluate's protocol (and the last one under smooth contact, for the
 # transfer gap); then copies the best seed's final checkpoint, log, curves, plot and video into

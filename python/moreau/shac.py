@@ -89,15 +89,14 @@ TASK_DEFAULTS = {
 
 # Named configurations for the command line (--preset): the task preset (moreau.tasks.locomotion
 # PRESETS), environments, SHAC settings. "walk" is the shipped SHAC-smooth configuration
-# (README, "SHAC walks"): the trot clock, swing-foot height tracking, the command curriculum and
-# gradient spikes skipped. The others are its ablations: "walk_noskip" without the spike rule
-# (session 5's configuration, that of results/shac_walk/policy.pt), "walk_gated" that with the
-# curriculum gated by tracking.
+# (README, "SHAC walks"; results/shac_walk/policy.pt): the trot clock, swing-foot height tracking
+# and the command curriculum. Its ablations: "walk_skip" with gradient spikes skipped,
+# "walk_gated" with the curriculum gated by tracking.
 PRESETS = {
     "walk": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
-                 iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], grad_spike_ratio=10.0)),
-    "walk_noskip": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
-                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
+                 iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
+    "walk_skip": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
+                      iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], grad_spike_ratio=10.0)),
     "walk_gated": dict(task="locomotion", task_preset="trot_gated", contact="smooth", num_envs=256,
                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
 }
