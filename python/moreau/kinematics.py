@@ -107,7 +107,6 @@ class Kinematics:
         return Rt @ RJ, pt + (Rt @ rJ[..., None])[..., 0]
 
     def body_poses(self, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        n = q.shape[0]
         R: List[torch.Tensor] = [None] * self.nbody  # type: ignore[list-item]
         p: List[torch.Tensor] = [None] * self.nbody  # type: ignore[list-item]
         for t, bodies, parents, qadr in self.levels:

@@ -16,14 +16,12 @@ class CsvLog:
 
     def __init__(self, path: str, iteration: int = 0):
         self.path = path
-        self.keys: Optional[List[str]] = None
+        self.keys: Optional[List[str]] = None  # this run's columns, from its first row
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self.rows: List[Dict[str, str]] = []
+        self.rows: List[Dict[str, str]] = []  # the earlier rows kept, until the first write
         if os.path.exists(path) and os.path.getsize(path) > 0:
             with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                self.keys = list(reader.fieldnames or [])
-                self.rows = [r for r in reader if int(float(r["iteration"])) <= iteration]
+                self.rows = [r for r in csv.DictReader(f) if int(float(r["iteration"])) <= iteration]
         self.file = None
         self.writer = None
 

@@ -209,7 +209,7 @@ def main(argv=None) -> int:
     train_cfg = {"num_steps_per_env": a.steps_per_env} if a.steps_per_env else None
     train(a.task, a.iterations, a.num_envs, contact, a.device, a.seed, a.log_dir, a.n_threads, a.torch_threads,
           train_cfg, task_kwargs, eval_steps=a.eval_steps, save_interval=a.save_interval, resume=a.resume,
-          meta={"task_preset": a.task_preset, "preset": None})
+          meta={"task_preset": a.task_preset})
     return 0
 
 

@@ -40,7 +40,7 @@ def test_conversion_gives_mujocos_time_constant(k):
 def test_initial_states_start_in_the_air_and_are_prefix_stable():
     q, v = initial_states(300, seed=3)
     assert q.shape == (300, 7) and v.shape == (300, 6) and bool((lowest_corner(q) > 0).all())
-    torch.testing.assert_close(q.norm(dim=1)[None] * 0 + q[:, 3:7].norm(dim=1), torch.ones(1, 300, dtype=q.dtype))
+    torch.testing.assert_close(q[:, 3:7].norm(dim=1), torch.ones(300, dtype=q.dtype))
     q2, v2 = initial_states(100, seed=3)
     assert torch.equal(q2, q[:100]) and torch.equal(v2, v[:100])
     assert float((q[:, :3] - torch.tensor([0.18629883, 0.02622872, 0.12283257], dtype=q.dtype)).abs().max()) <= 0.1

@@ -34,7 +34,7 @@ import json
 import math
 import os
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -216,11 +216,6 @@ def run(data: str, setting: str, kind: str, n: int, a) -> Tuple[Dict, List[Dict]
            "seconds": time.perf_counter() - t0, **{k: v for k, v in SETTINGS[setting].items() if k != "contact"},
            "contact": SETTINGS[setting]["contact"]}
     return row, curve
-
-
-def _stiffness(setting: str) -> Optional[float]:
-    s = SETTINGS[setting]
-    return s.get("contact_kn")
 
 
 def plot(out: str, rows: List[Dict], curves: Dict[str, List[Dict]], rollout: int) -> None:
