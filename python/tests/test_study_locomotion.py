@@ -1,8 +1,9 @@
 """moreau.studies.locomotion --quick end to end: every method trains (tiny budgets), every run is
 evaluated under hard and its own contact, the table, plots and policies are written, and a
-second call resumes (nothing is trained again)."""
+second call resumes (nothing is trained again), also from the archive of a fresh clone."""
 import json
 import os
+import shutil
 
 import pytest
 
@@ -29,4 +30,12 @@ def test_quick_study_end_to_end(tmp_path):
     finals = {m: os.path.getmtime(runs / f"{m}_s0" / "model_final.pt") for m in METHODS}
     assert main(args) == 0  # resumes: finished runs and evaluated checkpoints are skipped
     assert {m: os.path.getmtime(runs / f"{m}_s0" / "model_final.pt") for m in METHODS} == finals
+    assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]
+    for m in METHODS:  # the archive: what resumes a run, one checkpoint
+        kept = sorted(os.listdir(out / "runs" / f"{m}_s0"))
+        assert [f for f in kept if f.startswith("model_")] == ["model_final.pt"], kept
+        assert {"log.csv", "curve_hard.json"} <= set(kept), kept
+    shutil.rmtree(runs / "shac_soft_s0")  # a fresh clone: the run comes back from the archive, finished
+    assert main(args) == 0
+    assert (runs / "shac_soft_s0" / "model_final.pt").exists()
     assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]

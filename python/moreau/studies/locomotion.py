@@ -25,7 +25,10 @@ Stages, each resumable (a finished run or evaluation is skipped; run the command
    baseline), ``curves.png`` (tracking error against samples, log x, one colour per method),
    ``transfer.png`` (last errors, own contact vs hard), ``traces.png`` (commanded vs achieved
    velocities of the best SHAC-smooth policy under hard contact), and ``policies/<method>.pt``
-   (each method's best finished seed's final checkpoint).
+   (each method's best finished seed's final checkpoint), and ``runs/<run>``: each run's
+   resumable state (configuration, log, cached evaluations, newest checkpoint). A run folder
+   missing under ``--runs`` (a fresh clone) is first restored from there, so the committed
+   results go on where they stopped.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "train", "evaluate_runs", "summarize", "main"]
+__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "archive", "restore", "train", "evaluate_runs", "summarize", "main"]
 
 # method -> (trainer, contact model it trains through)
 METHODS = {
@@ -98,6 +101,40 @@ def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, sh
     from ..shac import PRESETS
     task_preset = PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
     return [Run(m, s, runs_dir, protocol, shac_preset, task_preset, device) for s in seeds for m in methods]
+
+
+def _state_files(run_dir: str) -> List[str]:
+    """What resumes a run: its configuration, log, cached evaluations and newest checkpoint."""
+    from ..learning_curve import checkpoints
+    names = [f for f in sorted(os.listdir(run_dir)) if f in ("config.json", "log.csv")
+             or (f.startswith("curve_") and f.endswith(".json"))]
+    cks = checkpoints(run_dir)
+    return [os.path.join(run_dir, f) for f in names] + cks[-1:]
+
+
+def archive(runs: List[Run], dest: str) -> None:
+    """Copies every run's resumable state (_state_files: a few MB a run, small enough to commit)
+    into ``dest``/<run>, replacing what was there."""
+    for r in runs:
+        if not os.path.isdir(r.dir):
+            continue
+        d = os.path.join(dest, r.name)
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        for f in _state_files(r.dir):
+            shutil.copy2(f, d)
+
+
+def restore(runs: List[Run], src: str) -> List[Run]:
+    """Seeds every run folder that does not exist from ``src``/<run> (an archive's), so that a
+    fresh clone goes on from the committed runs; returns the runs restored."""
+    done = []
+    for r in runs:
+        a = os.path.join(src, r.name)
+        if os.path.isdir(a) and not os.path.exists(r.dir):
+            shutil.copytree(a, r.dir)
+            done.append(r)
+    return done
 
 
 def _progress(total: int, desc: str):
@@ -278,11 +315,14 @@ def main(argv=None) -> int:
     runs_dir = a.runs or ("runs/study_b_quick" if a.quick else "runs/study_b")
     out = a.out or (os.path.join(runs_dir, "results") if a.quick else "results/study_b")
     runs = plan(a.methods, a.seeds, runs_dir, protocol, a.shac_preset, a.device)
+    for r in restore(runs, os.path.join(out, "runs")):
+        print(f"moreau.studies.locomotion: {r.name} restored from {os.path.join(out, 'runs')}")
     if not a.no_train:
         failed = train(runs, a.jobs)
         for r in failed:
             print(f"moreau.studies.locomotion: {r.name} did not finish; see {r.dir}.out", file=sys.stderr)
     curves = evaluate_runs(runs, protocol)
+    archive(runs, os.path.join(out, "runs"))
     ref = next((r for r in runs if r.method == "shac_smooth"), runs[0])
     table = summarize(runs, curves, standing_baseline(ref, protocol))
     table["protocol"] = {"name": "quick" if a.quick else "full", **protocol, "shac_preset": a.shac_preset,
