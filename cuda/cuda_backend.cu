@@ -1,5 +1,7 @@
 // moreau cuda — CUDA backend: one environment per thread, a whole control step (decimation
 // physics steps) per launch with the state kept on chip between physics steps.
+#include <cstdlib>
+
 #include "cuda/cuda_check.h"
 #include "host/typed_backend.h"
 
@@ -41,9 +43,23 @@ __global__ void reset_kernel(kern::ModelView<S> m, kern::Batch<S> b, const int32
 // The driver reserves the per-thread stack frame for every thread the device can hold at once
 // (threads per SM x SMs, about 28 GB for the adjoint's ~100 KB on an H200) and keeps it for the
 // context.
+// MOREAU_CUDA_SYNC=1 (a debugging switch): every launch is also waited for, so that a fault
+// inside a kernel is reported by the launch that caused it, with its name.
+bool sync_every_launch() {
+  static const bool on = [] {
+    const char* v = std::getenv("MOREAU_CUDA_SYNC");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return on;
+}
+
 template <class Kernel>
-void check_launch(Kernel kernel, const char* what) {
-  const cudaError_t e = cudaGetLastError();
+void check_launch(Kernel kernel, const char* what, cudaStream_t stream) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && sync_every_launch()) {
+    e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) throw Error(std::string(what) + " kernel (MOREAU_CUDA_SYNC): " + cudaGetErrorString(e));
+  }
   if (e == cudaSuccess) return;
   if (e != cudaErrorMemoryAllocation && e != cudaErrorLaunchOutOfResources)
     throw Error(std::string(what) + " kernel launch: " + cudaGetErrorString(e));
@@ -120,7 +136,7 @@ class CudaBackend : public TypedBackend<float> {
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
     control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, cfg, p, b, k);
-    check_launch(control_step_fwd_kernel<float>, "step");
+    check_launch(control_step_fwd_kernel<float>, "step", stream());
   }
   int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
@@ -128,22 +144,29 @@ class CudaBackend : public TypedBackend<float> {
     const int blocks = (io.n_env + kBlock - 1) / kBlock;
     if (adjoint) {
       pure_step_adj_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
-      check_launch(pure_step_adj_kernel<float>, "adjoint");
+      check_launch(pure_step_adj_kernel<float>, "adjoint", stream());
     } else {
       pure_step_fwd_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
-      check_launch(pure_step_fwd_kernel<float>, "step_pure");
+      check_launch(pure_step_fwd_kernel<float>, "step_pure", stream());
     }
   }
+  // The ids go to a device buffer kept between calls and grown on demand: no allocation, and
+  // no cudaFree (which waits for the whole device), per reset.
   void launch_reset(const kern::ModelView<float>& m, const kern::Batch<float>& b, const int32_t* env_ids,
                     int count) override {
-    int32_t* d_ids = static_cast<int32_t*>(memory().alloc(sizeof(int32_t) * count));
-    memory().upload(d_ids, env_ids, sizeof(int32_t) * count);
-    reset_kernel<float><<<(count + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, b, d_ids, count);
-    const cudaError_t launch = cudaGetLastError();
-    memory().synchronize();
-    memory().release(d_ids);
-    MOREAU_CUDA_CHECK(launch);
+    if (count > ids_capacity_) {
+      if (ids_ != nullptr) release(ids_);
+      ids_ = alloc<int32_t>(count);  // freed with the backend's other buffers
+      ids_capacity_ = count;
+    }
+    memory().upload(ids_, env_ids, sizeof(int32_t) * count);  // returns when the copy is done
+    reset_kernel<float><<<(count + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, b, ids_, count);
+    check_launch(reset_kernel<float>, "reset", stream());
   }
+
+ private:
+  int32_t* ids_ = nullptr;
+  int ids_capacity_ = 0;
 };
 
 }  // namespace

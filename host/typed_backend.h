@@ -290,6 +290,17 @@ class TypedBackend : public Backend {
   }
 
   Memory& memory() override { return *mem_; }
+  // Device buffers freed with the backend (or earlier, by release).
+  template <class T>
+  T* alloc(size_t count) {
+    void* p = mem_->alloc(std::max<size_t>(1, count) * sizeof(T));
+    allocations_.push_back(p);
+    return static_cast<T*>(p);
+  }
+  void release(void* p) {
+    mem_->release(p);
+    allocations_.erase(std::find(allocations_.begin(), allocations_.end(), p));
+  }
 
  private:
   struct ParamBuffer {
@@ -326,16 +337,6 @@ class TypedBackend : public Backend {
     return params_.at(name);
   }
 
-  template <class T>
-  T* alloc(size_t count) {
-    void* p = mem_->alloc(std::max<size_t>(1, count) * sizeof(T));
-    allocations_.push_back(p);
-    return static_cast<T*>(p);
-  }
-  void release(void* p) {
-    mem_->release(p);
-    allocations_.erase(std::find(allocations_.begin(), allocations_.end(), p));
-  }
 
   template <class T>
   View view_of(T* data, int width, int rows = -1) {

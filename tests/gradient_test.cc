@@ -498,7 +498,7 @@ TEST(StepGradient, CudaMatchesCpuOnTenThousandEnvironments) {
   }
   for (double& x : wq) x = u(rng);
   for (double& x : wv) x = u(rng);
-  auto gradients = [&](Device device, Vec& gq, Vec& gv) {
+  auto gradients = [&](Device device, Vec& gq, Vec& gv, std::vector<int32_t>& status) {
     SimulatorOptions o;
     o.n_env = n;
     o.device = device;
@@ -513,10 +513,13 @@ TEST(StepGradient, CudaMatchesCpuOnTenThousandEnvironments) {
     sim.step_adjoint(sim.q().data, sim.v().data, sim.action().data, weights.q().data, weights.v().data, g,
                      static_cast<int32_t*>(out.status().data));
     out.get_state(gq.data(), gv.data(), n);
+    out.get_status(status.data(), n);
   };
   Vec cq(q.size()), cv(v.size()), gq(q.size()), gv(v.size());
-  gradients(Device::CPU, cq, cv);
-  gradients(Device::CUDA, gq, gv);
+  std::vector<int32_t> sc(n, -1), sg(n, -1);
+  gradients(Device::CPU, cq, cv, sc);
+  gradients(Device::CUDA, gq, gv, sg);
+  ASSERT_TRUE(test::statuses_match(sg, sc, 0.01, "CUDA vs CPU adjoint status"));
   EXPECT_NEAR_REL(gq, cq, 1e-2, 1e-2, "dL/dq CUDA vs CPU");
   EXPECT_NEAR_REL(gv, cv, 1e-2, 1e-2, "dL/dv CUDA vs CPU");
 }

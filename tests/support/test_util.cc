@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "moreau/simulator.h"
+
 namespace moreau::test {
 
 void random_quat(std::mt19937& rng, double* quat) {
@@ -71,6 +73,24 @@ void random_state(const Model& model, std::mt19937& rng, double* q, double* v) {
     << std::abs(a[worst] - b[worst]) << " > tol " << tol << " (rel " << rel << ", floor "
     << abs_floor << "); " << fails << " of " << n << " entries fail";
   return ::testing::AssertionFailure() << s.str();
+}
+
+::testing::AssertionResult statuses_match(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                                          double warning_fraction, const std::string& what) {
+  if (a.size() != b.size()) return ::testing::AssertionFailure() << what << ": " << a.size() << " vs " << b.size();
+  constexpr int32_t kWarnings = kStatusSolverNotConverged;
+  const int n = static_cast<int>(a.size());
+  for (int e = 0; e < n; ++e)
+    if ((a[e] & ~kWarnings) != (b[e] & ~kWarnings))
+      return ::testing::AssertionFailure() << what << ": environment " << e << ": " << a[e] << " vs " << b[e]
+                                           << " (bits other than the warnings must be equal)";
+  const int na = static_cast<int>(std::count_if(a.begin(), a.end(), [](int32_t s) { return (s & kWarnings) != 0; }));
+  const int nb = static_cast<int>(std::count_if(b.begin(), b.end(), [](int32_t s) { return (s & kWarnings) != 0; }));
+  const double tol = std::max(2.0, warning_fraction * n);
+  if (std::abs(na - nb) > tol)
+    return ::testing::AssertionFailure() << what << ": solver-not-converged in " << na << " vs " << nb << " of " << n
+                                         << " environments (tolerance " << tol << ")";
+  return ::testing::AssertionSuccess();
 }
 
 std::string asset(const std::string& name) { return std::string(MOREAU_ASSETS_DIR "/robots/") + name; }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <string>
@@ -37,6 +38,13 @@ inline ::testing::AssertionResult near_rel(const std::vector<double>& a,
 // EXPECT_NEAR_REL(a, b, [n,] rel, abs_floor, what): pointers with n, or vectors.
 #define EXPECT_NEAR_REL(...) EXPECT_TRUE(::moreau::test::near_rel(__VA_ARGS__))
 #define ASSERT_NEAR_REL(...) ASSERT_TRUE(::moreau::test::near_rel(__VA_ARGS__))
+
+// Status words of the same environments from two devices (CUDA vs CPU): every bit but the
+// warnings equal per environment; each warning bit (kStatusSolverNotConverged: a contact solve
+// that ends at its iteration cap, which float rounding can tip either way on a borderline
+// solve) set in as many environments on both, within max(2, warning_fraction · n).
+::testing::AssertionResult statuses_match(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
+                                          double warning_fraction, const std::string& what);
 
 // Central differences (f(x + ε) − f(x − ε)) / 2ε along the one input coordinate x that f reads
 // (x is restored afterwards), of a scalar or a vector f.
