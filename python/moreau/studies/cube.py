@@ -280,7 +280,11 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--quick", action="store_true", help="three settings, N 8 and 32, 5 epochs, small sets")
+    p.add_argument("--cpu", action="store_true", help="the protocol of results/study_a, sized for 2 CPU cores: "
+                   "hidden 64, 8,192 windows per epoch, 4,000 tosses per setting, N 10 to 3,000")
     a = p.parse_args(argv)
+    if a.cpu:
+        a.hidden, a.epoch_windows, a.data_tosses, a.tosses = 64, 8192, 4000, [10, 30, 100, 300, 1000, 3000]
     if a.quick:
         a.settings = [s for s in ("soft_mj100", "soft_1e5", "hard") if s in a.settings] or a.settings[:3]
         a.tosses, a.epochs, a.patience, a.hidden = [8, 32], 5, 3, 32
@@ -293,7 +297,7 @@ def main(argv=None) -> int:
     curves: Dict[str, List[Dict]] = json.load(open(curve_path)) if os.path.exists(curve_path) else {}
     proto = {k: getattr(a, k) for k in ("hidden", "epochs", "patience", "epoch_windows", "lr", "batch", "data_tosses",
                                         "val_tosses", "test_tosses", "rollout", "seed")}
-    todo = [(s, m, n) for s in a.settings for m in a.models for n in a.tosses
+    todo = [(s, m, n) for m in a.models for n in sorted(a.tosses) for s in a.settings  # every setting at small N first
             if not any(r["setting"] == s and r["model"] == m and r["tosses"] == n and r["protocol"] == proto
                        for r in rows)]
     try:
