@@ -2,6 +2,7 @@
 // device backends (CPU here, CUDA in cuda/). Not a public header.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -29,6 +30,8 @@ void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
   f(v.jnt_dofadr, m.jnt_dofadr);
   f(v.jnt_axis, m.jnt_axis);
   f(v.jnt_pos, m.jnt_pos);
+  f(v.jnt_stiffness, m.jnt_stiffness);
+  f(v.jnt_springref, m.jnt_springref);
   f(v.dof_parent, m.dof_parent);
   f(v.dof_damping, m.dof_damping);
   f(v.dof_armature, m.dof_armature);
@@ -91,6 +94,7 @@ struct PackedModel {
     v.nbody = m.nbody;
     v.ncon = m.ncon;
     v.decimation = m.decimation;
+    v.has_springs = std::any_of(m.jnt_stiffness.begin(), m.jnt_stiffness.end(), [](double k) { return k != 0; });
     v.timestep = static_cast<S>(m.timestep);
     for (int k = 0; k < 3; ++k) v.gravity[k] = static_cast<S>(m.gravity[k]);
     size_t r = 0, i = 0;

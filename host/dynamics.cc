@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "host/backend.h"
-#include "kernels/contact.h"
+#include "kernels/step.h"
 
 namespace moreau {
 namespace {
@@ -42,6 +42,13 @@ void bias_forces(const Model& model, const double* q, const double* v, double* b
   kern::rnea(d.m, v, static_cast<const double*>(nullptr), d.ws, b_out);
 }
 
+void passive_forces(const Model& model, const double* q, const double* v, double* tau_out) {
+  PackedModel<double> packed(model);
+  const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
+  std::fill(tau_out, tau_out + model.nv, 0.0);
+  kern::passive_forces(m, q, v, tau_out);
+}
+
 double kinetic_energy(const Model& model, const double* q, const double* v) {
   std::vector<double> H(static_cast<size_t>(model.nv) * model.nv);
   mass_matrix(model, q, H.data());
@@ -55,7 +62,12 @@ double potential_energy(const Model& model, const double* q) {
   double com[3];
   center_of_mass(model, q, com);
   const double mass = model.total_mass();
-  return -mass * (model.gravity[0] * com[0] + model.gravity[1] * com[1] + model.gravity[2] * com[2]);
+  double e = -mass * (model.gravity[0] * com[0] + model.gravity[1] * com[1] + model.gravity[2] * com[2]);
+  for (int j = 0; j < model.nbody; ++j) {  // joint springs: ½ k (q − q_spring)²
+    const double d = model.jnt_stiffness[j] != 0 ? q[model.jnt_qposadr[j]] - model.jnt_springref[j] : 0.0;
+    e += 0.5 * model.jnt_stiffness[j] * d * d;
+  }
+  return e;
 }
 
 void body_poses(const Model& model, const double* q, double* pos_out, double* quat_out) {

@@ -689,7 +689,11 @@ class MjcfParser {
     s.frictionloss = number(l, "frictionloss", 0);
     j.ref = number(l, "ref", 0);
     if (angular) j.ref = angle(j.ref);
-    if (number(l, "stiffness", 0) != 0) throw Error(w + ": joint stiffness (a spring) is not supported");
+    s.stiffness = number(l, "stiffness", 0);
+    s.springref = number(l, "springref", 0);
+    if (angular) s.springref = angle(s.springref);
+    if (s.stiffness != 0 && (s.type == JointType::Ball || s.type == JointType::Free))
+      throw Error(w + ": joint stiffness on a " + type + " joint is not supported (springs on hinge and slide only)");
     if (vec(l, "springdamper", {0, 0}, true) != std::vector<double>{0, 0})
       throw Error(w + ": joint springdamper is not supported");
     if (j.ref != 0 && s.type != JointType::Prismatic)

@@ -67,6 +67,7 @@ void print(const moreau::Model& m) {
     const int dof = m.jnt_dofadr[b];
     if (type != JointType::Fixed && (m.dof_damping[dof] != 0 || m.dof_armature[dof] != 0))
       std::printf(" damping %g armature %g", m.dof_damping[dof], m.dof_armature[dof]);
+    if (m.jnt_stiffness[b] != 0) std::printf(" spring %g at %g", m.jnt_stiffness[b], m.jnt_springref[b]);
     std::printf("\n");
     const double* c = &m.body_com[3 * b];
     const double* i = &m.body_inertia[6 * b];

@@ -220,6 +220,8 @@ class Writer {
                     "\" pos=\"" + nums(&m_.jnt_pos[3 * b], 3) + "\" axis=\"" +
                     nums(&m_.jnt_axis[3 * b], 3) + "\" ref=\"" +
                     num(m_.qpos0[m_.jnt_qposadr[b]]) + "\"" + dyn;
+    if (m_.jnt_stiffness[b] != 0)
+      s += " stiffness=\"" + num(m_.jnt_stiffness[b]) + "\" springref=\"" + num(m_.jnt_springref[b]) + "\"";
     if (m_.jnt_limited[b]) s += " limited=\"true\" range=\"" + nums(&m_.jnt_range[2 * b], 2) + "\"";
     out_ += s + "/>\n";
   }

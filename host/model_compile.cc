@@ -238,11 +238,16 @@ class Compiler {
     check_finite(spec_, w + ".axis", j.axis);
     check_finite(spec_, w + ".range", j.range);
     check_nonnegative(spec_, w + ".damping", j.damping);
+    check_nonnegative(spec_, w + ".stiffness", j.stiffness);
+    check_finite(spec_, w + ".springref", j.springref);
     check_nonnegative(spec_, w + ".armature", j.armature);
     check_nonnegative(spec_, w + ".frictionloss", j.frictionloss);
     if (j.type == JointType::Fixed) return;
     if (vec(j.axis).norm() < 1e-12) fail(spec_, w + ".axis", "a non-zero axis", str(j.axis));
     if (j.limited) check_range(spec_, w + ".range", j.range);
+    if (j.stiffness != 0 && j.type != JointType::Revolute && j.type != JointType::Prismatic)
+      fail(spec_, w + ".stiffness", "0 on a " + std::string(joint_type_name(j.type)) +
+           " joint (springs act on revolute and prismatic joints)", str(j.stiffness));
     if (j.frictionloss > 0)
       m_.warnings.push_back("joint " + quoted(joint_name(b)) + ": frictionloss " + str(j.frictionloss) +
                             " is not modelled and is ignored");
@@ -383,6 +388,8 @@ class Compiler {
       m_.jnt_pos.insert(m_.jnt_pos.end(), j.pos.begin(), j.pos.end());
       m_.jnt_limited.push_back(j.limited);
       m_.jnt_range.insert(m_.jnt_range.end(), {j.limited ? j.range[0] : 0, j.limited ? j.range[1] : 0});
+      m_.jnt_stiffness.push_back(j.type == JointType::Fixed ? 0 : j.stiffness);
+      m_.jnt_springref.push_back(j.type == JointType::Fixed ? 0 : j.springref);
 
       // First dof: last dof of the parent body (-1 at a root); later dofs: the previous one.
       const int parent = m_.body_parent[k];

@@ -109,7 +109,8 @@ class Reader {
   }
 
   JointSpec joint(const json& j, const std::string& path) const {
-    object(j, path, {"name", "type", "axis", "pos", "range", "damping", "armature", "frictionloss"});
+    object(j, path, {"name", "type", "axis", "pos", "range", "damping", "armature", "frictionloss", "stiffness",
+                     "springref"});
     JointSpec s;
     s.type = choice<JointType>(require(j, path, "type", "a joint type"), path + ".type",
                                {"free", "ball", "revolute", "prismatic", "fixed"});
@@ -123,6 +124,8 @@ class Reader {
     optional(j, path, "damping", s.damping, &Reader::number);
     optional(j, path, "armature", s.armature, &Reader::number);
     optional(j, path, "frictionloss", s.frictionloss, &Reader::number);
+    optional(j, path, "stiffness", s.stiffness, &Reader::number);
+    optional(j, path, "springref", s.springref, &Reader::number);
     return s;
   }
 

@@ -47,6 +47,9 @@ struct ModelView {
   const int* jnt_dofadr;      // (nbody)
   const S* jnt_axis;          // (nbody x 3)
   const S* jnt_pos;           // (nbody x 3)
+  const S* jnt_stiffness;     // (nbody) joint spring k (revolute, prismatic; 0: none)
+  const S* jnt_springref;     // (nbody) its rest position
+  int has_springs;            // any jnt_stiffness ≠ 0
   const int* dof_parent;      // (nv)
   const S* dof_damping;       // (nv)
   const S* dof_armature;      // (nv)

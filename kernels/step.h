@@ -1,7 +1,8 @@
 // moreau kernels — actuators, the Moreau midpoint physics step and the control step.
 //
 //   q_M     = q_k ⊕ (h/2) v_k
-//   (H(q_M) + h D) Δv = h (τ(q_M, v_k) − b(q_M, v_k) − D v_k)      (D: joint damping, implicit)
+//   (H(q_M) + h D) Δv = h (τ(q_M, v_k) − b(q_M, v_k) − D v_k)      (D: joint damping, implicit;
+//                                                                    τ: actuators, joint springs)
 //   v_free  = v_k + Δv
 //   v_{k+1} = v_free + H⁻¹ Jᵀ P                                      (contact impulses, if any)
 //   q_{k+1} = q_M ⊕ (h/2) v_{k+1}
@@ -41,6 +42,25 @@ MOREAU_HD void actuator_forces(const ModelView<S>& m, const Params<S>& p, int en
     }
     tau[m.actuator_dof[a]] += g * clamp(f, lo, hi);
   }
+}
+
+// Passive joint forces into τ (added): damping −D v and springs −k (q − q_spring) on the
+// revolute and prismatic joints that have one.
+template <class S>
+MOREAU_HD void passive_forces(const ModelView<S>& m, const S* q, const S* v, S* tau) {
+  for (int k = 0; k < m.nv; ++k) tau[k] -= m.dof_damping[k] * v[k];
+  if (m.has_springs)
+    for (int j = 0; j < m.nbody; ++j)
+      if (m.jnt_stiffness[j] != 0) tau[m.jnt_dofadr[j]] -= m.jnt_stiffness[j] * (q[m.jnt_qposadr[j]] - m.jnt_springref[j]);
+}
+
+// Adjoint of passive_forces: q̄ += (∂τ/∂q)ᵀ τ̄, v̄ += (∂τ/∂v)ᵀ τ̄.
+template <class S>
+MOREAU_HD void adj_passive_forces(const ModelView<S>& m, const S* tau_adj, S* adj_q, S* adj_v) {
+  for (int k = 0; k < m.nv; ++k) adj_v[k] -= m.dof_damping[k] * tau_adj[k];
+  if (m.has_springs)
+    for (int j = 0; j < m.nbody; ++j)
+      if (m.jnt_stiffness[j] != 0) adj_q[m.jnt_qposadr[j]] -= m.jnt_stiffness[j] * tau_adj[m.jnt_dofadr[j]];
 }
 
 // Differentiable parameters of a step, and their adjoints.
@@ -132,8 +152,9 @@ MOREAU_HD bool free_velocity(const ModelView<S>& m, const Params<S>& p, int env,
   rnea(m, v, static_cast<const S*>(nullptr), ws, dv);  // dv = b
   for (int k = 0; k < nv; ++k) {
     hD[k] = h * m.dof_damping[k];
-    dv[k] = -dv[k] - m.dof_damping[k] * v[k];
+    dv[k] = -dv[k];
   }
+  passive_forces(m, qM, v, dv);
   actuator_forces(m, p, env, qM, v, ctrl, dv);
   for (int k = 0; k < nv; ++k) dv[k] *= h;
   crba(m, hD, ws);
@@ -246,9 +267,10 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   // v_free = v + Δv
   for (int k = 0; k < nv; ++k) {
     adj_v[k] += adj_v_free[k];
-    tau_adj[k] = -h * lambda[k];
-    adj_v[k] -= h * m.dof_damping[k] * lambda[k];
+    tau_adj[k] = h * lambda[k];
   }
+  adj_passive_forces(m, tau_adj, adj_qM, adj_v);
+  for (int k = 0; k < nv; ++k) tau_adj[k] = -h * lambda[k];
   adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
   adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);

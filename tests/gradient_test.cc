@@ -191,6 +191,20 @@ TEST(StepGradient, DoublePendulumAndCartpoleMatchFiniteDifferences) {
   expect_matches_fd(b, 1e-5);
 }
 
+// Joint springs on hinges (double pendulum) and a slide (the cart-pole's cart).
+TEST(StepGradient, JointSpringsMatchFiniteDifferences) {
+  Model a = load_model(asset("double_pendulum.json"));
+  a.jnt_stiffness = {30.0, 5.0};
+  a.jnt_springref = {0.4, -0.3};
+  Problem pa(a, 2, ContactMode::None, 4);
+  expect_matches_fd(pa, 1e-5);
+  Model b = load_model(asset("cartpole.json"));
+  b.jnt_stiffness[0] = 50.0;
+  b.jnt_springref[0] = 0.2;
+  Problem pb(b, 2, ContactMode::None, 5);
+  expect_matches_fd(pb, 1e-5);
+}
+
 // Quaternion perturbations on the manifold: q ⊕ ε δ, with ⊕ the exponential map.
 TEST(StepGradient, ManifoldPerturbationOfTheBaseOrientation) {
   Problem P("anymal_c.json", 1, ContactMode::None, 4);

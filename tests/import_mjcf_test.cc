@@ -165,6 +165,7 @@ TEST_P(ImportMjcfVsMujoco, SameActuatorsAndJoints) {
       }
       EXPECT_EQ(m.dof_damping[m.jnt_dofadr[k]], r->dof_damping[r->jnt_dofadr[j]]);
       EXPECT_EQ(m.dof_armature[m.jnt_dofadr[k]], r->dof_armature[r->jnt_dofadr[j]]);
+      EXPECT_EQ(m.jnt_stiffness[k], r->jnt_stiffness[j]);
     }
   }
 }
@@ -216,6 +217,32 @@ TEST(ImportMjcf, AnglesDefaultToDegrees) {
   EXPECT_NEAR(a.joint.range[0], -M_PI / 2, 1e-15);
   EXPECT_NEAR(a.joint.range[1], M_PI / 4, 1e-15);
   EXPECT_TRUE(a.joint.limited);
+}
+
+// Hinge and slide springs (springref in degrees under angle="degree"): the same stiffness, rest
+// position and passive forces as MuJoCo's, at random states.
+TEST(ImportMjcf, JointSpringsMatchMuJoCo) {
+  const std::string xml = R"(<mujoco><worldbody>
+      <body name="a"><joint name="h" axis="0 1 0" stiffness="40" springref="30" damping="0.5"/>
+        <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+        <body name="b" pos="0.5 0 0"><joint name="s" type="slide" axis="1 0 0" stiffness="200" springref="0.1"/>
+          <geom size="0.1"/></body></body>
+    </worldbody></mujoco>)";
+  const Model m = compile(parse(xml));
+  test::MjRef ref(xml);
+  ASSERT_EQ(m.nv, 2);
+  EXPECT_EQ(m.jnt_stiffness, (std::vector<double>{40, 200}));
+  EXPECT_NEAR(m.jnt_springref[0], M_PI / 6, 1e-15);
+  for (int j = 0; j < 2; ++j) EXPECT_NEAR(m.jnt_springref[j], ref.m->qpos_spring[j], 1e-15);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0, 1);
+  for (int trial = 0; trial < 10; ++trial) {
+    const std::vector<double> q = {normal(rng), 0.2 * normal(rng)}, v = {normal(rng), normal(rng)}, zero(2, 0.0);
+    ref.qacc(q.data(), v.data(), zero.data());  // mj_forward at (q, v)
+    std::vector<double> tau(2);
+    passive_forces(m, q.data(), v.data(), tau.data());
+    EXPECT_NEAR_REL(ref.d->qfrc_passive, tau.data(), 2, 1e-12, 1e-12, "qfrc_passive");
+  }
 }
 
 TEST(ImportMjcf, EulerSequenceIntrinsicAndExtrinsic) {
@@ -408,8 +435,8 @@ TEST(ImportMjcfErrors, UnsupportedFeatures) {
   EXPECT_EQ(error_of("<mujoco><worldbody>" + std::string(kBody) +
                      "</worldbody><actuator><velocity joint=\"j\"/></actuator></mujoco>"),
             "t.xml:1: <velocity> actuators are not supported");
-  EXPECT_EQ(error_of(world(R"(<body name="a"><joint stiffness="10"/><geom size="0.1"/></body>)")),
-            "t.xml:1: joint: joint stiffness (a spring) is not supported");
+  EXPECT_EQ(error_of(world(R"(<body name="a"><joint type="ball" stiffness="10"/><geom size="0.1"/></body>)")),
+            "t.xml:1: joint: joint stiffness on a ball joint is not supported (springs on hinge and slide only)");
   EXPECT_EQ(error_of(world(R"(<body name="a"><joint name="h" ref="10"/><geom size="0.1"/></body>)")),
             "t.xml:1: joint 'h': joint ref != 0 is supported on slide joints only");
   EXPECT_EQ(error_of(world(R"(<body name="a"><joint/><geom size="0.1" bogus="1"/></body>)")),

@@ -78,6 +78,8 @@ RobotSpec chain() {
   l1.joint.limited = true;
   l1.joint.range = {-1, 1.5};
   l1.joint.damping = 0.3;
+  l1.joint.stiffness = 4.0;  // springs on a hinge and a slide
+  l1.joint.springref = 0.4;
   l1.joint.armature = 0.05;
   BodySpec l2 = make_body("l2", "l1", JointType::Ball, {0.2, 0, 0.4}, 0.7, {0, 0.05, 0.15},
                           {0.01, 0.012, 0.005, 0.0005, 0, 0.0002});
@@ -90,6 +92,8 @@ RobotSpec chain() {
   l3.joint.limited = true;
   l3.joint.range = {-0.2, 0.3};
   l3.joint.damping = 1.0;
+  l3.joint.stiffness = 30.0;
+  l3.joint.springref = -0.05;
   BodySpec l4 = make_body("l4", "l3", JointType::Revolute, {0, 0.1, 0.2}, 0.3, {0.05, 0, 0},
                           {0.001, 0.002, 0.002, 0, 0, 0});
   l4.joint.axis = {1, 0, 0};
@@ -198,6 +202,12 @@ TEST_P(MjcfExport, ModelMatchesMuJoCo) {
   }
   EXPECT_NEAR_REL(m->qpos0, model.qpos0.data(), model.nq, kRel, kFloor, "qpos0");
   EXPECT_NEAR_REL(m->dof_damping, model.dof_damping.data(), model.nv, 0, 0, "damping");
+  for (int j = 0; j < model.nbody; ++j) {
+    const int mj = m->body_jntadr[j + 1];
+    if (mj < 0 || m->jnt_type[mj] == mjJNT_FREE || m->jnt_type[mj] == mjJNT_BALL) continue;
+    EXPECT_EQ(m->jnt_stiffness[mj], model.jnt_stiffness[j]) << model.jnt_name[j];
+    EXPECT_EQ(m->qpos_spring[m->jnt_qposadr[mj]], model.jnt_springref[j]) << model.jnt_name[j];
+  }
   EXPECT_NEAR_REL(m->dof_armature, model.dof_armature.data(), model.nv, 0, 0, "armature");
   for (int j = 0; j < model.nbody; ++j) {
     if (!model.jnt_limited[j]) continue;
@@ -212,8 +222,8 @@ TEST_P(MjcfExport, ModelMatchesMuJoCo) {
   }
 }
 
-// At random states: world poses, mass matrix, bias forces, and the damping and actuator
-// forces in MuJoCo's forward dynamics, all against ours.
+// At random states: world poses, mass matrix, bias forces, and the passive (damping, spring)
+// and actuator forces in MuJoCo's forward dynamics, all against ours.
 TEST_P(MjcfExport, DynamicsMatchMuJoCo) {
   const Model model = compile(GetParam()());
   MjRef ref(export_mjcf(model));
@@ -221,7 +231,7 @@ TEST_P(MjcfExport, DynamicsMatchMuJoCo) {
   const int nv = model.nv;
   std::mt19937 rng(42);
   std::vector<double> q(model.nq), v(nv), H(nv * nv), b(nv), pos(3 * model.nbody),
-      quat(4 * model.nbody), tau(nv), ctrl(model.nu), lhs(nv), rhs(nv);
+      quat(4 * model.nbody), tau(nv), ctrl(model.nu), lhs(nv), rhs(nv), passive(nv);
   for (int trial = 0; trial < 100; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     random_state(model, rng, q.data(), v.data());
@@ -262,11 +272,14 @@ TEST_P(MjcfExport, DynamicsMatchMuJoCo) {
     }
     EXPECT_NEAR_REL(std::vector<double>(d->qfrc_actuator, d->qfrc_actuator + nv), act, kRel,
                     kFloor, "actuator force");
-    // H qacc = τ + τ_act − damping v − b, with MuJoCo's qacc and our H, b.
+    passive_forces(model, q.data(), v.data(), passive.data());
+    EXPECT_NEAR_REL(std::vector<double>(d->qfrc_passive, d->qfrc_passive + nv), passive, kRel, kFloor,
+                    "passive force (damping, springs)");
+    // H qacc = τ + τ_act + τ_passive − b, with MuJoCo's qacc and our H, b.
     for (int i = 0; i < nv; ++i) {
       lhs[i] = 0;
       for (int j = 0; j < nv; ++j) lhs[i] += H[i * nv + j] * qacc[j];
-      rhs[i] = tau[i] + act[i] - model.dof_damping[i] * v[i] - b[i];
+      rhs[i] = tau[i] + act[i] + passive[i] - b[i];
     }
     EXPECT_NEAR_REL(lhs, rhs, 1e-8, 1e-10, "H qacc");
   }

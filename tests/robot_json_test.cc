@@ -24,7 +24,8 @@ const char* kRobot = R"({
      "contacts": [{"type": "box", "name": "shell", "pos": [0, 0, 0], "quat": [1, 0, 0, 0], "half_size": [0.1, 0.1, 0.05]}]},
     {"name": "upper", "parent": "base", "pos": [0.1, 0, 0], "quat": [0, 0, 0, 1],
      "joint": {"name": "shoulder", "type": "revolute", "axis": [0, 2, 0], "pos": [0, 0, 0.01],
-               "range": [-1, 1], "damping": 0.1, "armature": 0.01, "frictionloss": 0},
+               "range": [-1, 1], "damping": 0.1, "armature": 0.01, "frictionloss": 0, "stiffness": 3,
+               "springref": 0.25},
      "mass": 1, "com": [0, 0, -0.2], "inertia": [0.01, 0.01, 0.001, 0, 0, 0]},
     {"name": "flange", "parent": "upper", "pos": [0, 0, -0.4],
      "mass": 0.2, "inertia": [0.001, 0.001, 0.001, 0, 0, 0],
@@ -67,6 +68,8 @@ TEST(RobotJson, ReadsEveryField) {
   EXPECT_EQ(upper.joint.range, (std::array<double, 2>{-1, 1}));
   EXPECT_EQ(upper.joint.damping, 0.1);
   EXPECT_EQ(upper.joint.armature, 0.01);
+  EXPECT_EQ(upper.joint.stiffness, 3);
+  EXPECT_EQ(upper.joint.springref, 0.25);
   EXPECT_EQ(upper.com[2], -0.2);
   EXPECT_EQ(upper.inertia[2], 0.001);
   EXPECT_EQ(spec.bodies[2].joint.type, JointType::Fixed);  // no "joint": fixed

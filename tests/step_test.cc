@@ -203,6 +203,19 @@ TEST(Energy, SinglePendulumVelocityIndependentBiasSecondOrder) {
   check_energy_order(model, q0, v0, model.timestep, 10.0, omega_lin, "pendulum", [](Simulator&) {}, 2);
 }
 
+// A joint spring (τ = −k (q − q_spring), taken at q_M) keeps the single pendulum's step
+// Störmer–Verlet: the energy, spring potential ½ k (q − q_spring)² included, is second order.
+TEST(Energy, PendulumWithJointSpringSecondOrder) {
+  Model model = load_model(asset("pendulum.json"));
+  model.jnt_stiffness = {40.0};
+  model.jnt_springref = {0.6};
+  const std::vector<double> q0 = {-1.5}, v0 = {3.0};
+  double H = 0;
+  mass_matrix(model, std::vector<double>{0.0}.data(), &H);
+  const double omega_lin = std::sqrt((model.body_mass[0] * 9.81 * 1.0 + 40.0) / H);
+  check_energy_order(model, q0, v0, model.timestep, 10.0, omega_lin, "pendulum with spring", [](Simulator&) {}, 2);
+}
+
 TEST(Energy, FreeFloatingQuadrupedZeroGravityFirstOrder) {
   Model model = load_model(asset("anymal_c.json"));
   model.gravity[0] = model.gravity[1] = model.gravity[2] = 0;
@@ -724,6 +737,38 @@ TEST(Damping, JointDampingIsImplicit) {
   // q_{k+1} = q_M + h/2 v_{k+1}
   const std::vector<double> q_exp = {qM[0] + h / 2 * v1[0], qM[1] + h / 2 * v1[1]};
   EXPECT_NEAR_REL(q1, q_exp, 1e-14, 1e-15, "q_{k+1} vs q_M + h/2 v_{k+1}");
+}
+
+TEST(Springs, JointSpringsActAtTheMidpoint) {
+  // (H(q_M) + h D) Δv = h (−k (q_M − q_spring) − b(q_M, v) − D v) on the double pendulum with
+  // a spring and damping on both joints.
+  Model model = load_model(asset("double_pendulum.json"));
+  model.jnt_stiffness = {25.0, 8.0};
+  model.jnt_springref = {0.3, -0.5};
+  model.dof_damping = {0.4, 0.2};
+  const double h = 0.01;
+  Simulator sim(model, opts64(1, h, 1));
+  const std::vector<double> q = {0.7, -1.1}, v = {2.0, -3.0};
+  sim.set_state(q.data(), v.data(), 1);
+  sim.step(1);
+  std::vector<double> q1(2), v1(2);
+  sim.get_state(q1.data(), v1.data(), 1);
+  const std::vector<double> qM = {q[0] + h / 2 * v[0], q[1] + h / 2 * v[1]};
+  std::vector<double> H(4), b(2), A(4), rhs(2);
+  mass_matrix(model, qM.data(), H.data());
+  bias_forces(model, qM.data(), v.data(), b.data());
+  A = H;
+  for (int k = 0; k < 2; ++k) {
+    A[k * 2 + k] += h * model.dof_damping[k];
+    rhs[k] = h * (-model.jnt_stiffness[k] * (qM[k] - model.jnt_springref[k]) - b[k] - model.dof_damping[k] * v[k]);
+  }
+  const std::vector<double> dv = {v1[0] - v[0], v1[1] - v[1]};
+  EXPECT_NEAR_REL(dv, solve_spd(A, rhs), 1e-11, 1e-13, "Δv with springs at q_M");
+  std::vector<double> passive(2);  // the public passive forces: −D v − k (q − q_spring)
+  passive_forces(model, qM.data(), v.data(), passive.data());
+  for (int k = 0; k < 2; ++k)
+    EXPECT_NEAR(passive[k], -model.dof_damping[k] * v[k] - model.jnt_stiffness[k] * (qM[k] - model.jnt_springref[k]),
+                1e-14);
 }
 
 }  // namespace

@@ -11,7 +11,12 @@ void mass_matrix(const Model& model, const double* q, double* H_out);
 // b(q, v) = C(q, v) v + g(q): Coriolis, centrifugal and gravity generalised forces (nv).
 // Joint damping is not included (it enters the step as -damping * v).
 void bias_forces(const Model& model, const double* q, const double* v, double* b_out);
-// Kinetic energy ½ vᵀ H v (armature included) and gravitational potential energy.
+// Passive joint forces (nv): damping −D v and joint springs −k (q − q_spring) (MuJoCo's
+// qfrc_passive without its fluid and gravity-compensation terms). The step takes the damping
+// implicitly and the springs at the midpoint q_M.
+void passive_forces(const Model& model, const double* q, const double* v, double* tau_out);
+// Kinetic energy ½ vᵀ H v (armature included) and potential energy: gravity's and the joint
+// springs' ½ k (q − q_spring)².
 double kinetic_energy(const Model& model, const double* q, const double* v);
 double potential_energy(const Model& model, const double* q);
 // World pose of every body frame: pos (nbody x 3), quat (nbody x 4, w x y z).

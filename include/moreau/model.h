@@ -51,6 +51,8 @@ struct Model {
   std::vector<double> jnt_pos;         // (nbody x 3)  anchor in body frame
   std::vector<int> jnt_limited;        // (nbody)
   std::vector<double> jnt_range;       // (nbody x 2)
+  std::vector<double> jnt_stiffness;   // (nbody)      spring τ = −k (q − q_spring), revolute/prismatic
+  std::vector<double> jnt_springref;   // (nbody)      q_spring, the spring's rest position
 
   // degrees of freedom
   std::vector<int> dof_body;           // (nv)         body the dof moves

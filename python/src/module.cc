@@ -295,6 +295,8 @@ NB_MODULE(_moreau, m) {
       .def_ro("jnt_dofadr", &Model::jnt_dofadr)
       .def_ro("jnt_axis", &Model::jnt_axis)
       .def_ro("jnt_pos", &Model::jnt_pos)
+      .def_ro("jnt_stiffness", &Model::jnt_stiffness)
+      .def_ro("jnt_springref", &Model::jnt_springref)
       .def_ro("qpos0", &Model::qpos0)
       .def_ro("actuator_name", &Model::actuator_name)
       .def_ro("actuator_kp", &Model::actuator_kp)

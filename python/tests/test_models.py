@@ -1,5 +1,6 @@
 """Loading robots from Python: our JSON, URDF and MJCF."""
 import json
+import math
 
 import pytest
 import torch
@@ -78,3 +79,17 @@ def test_mjcf(tmp_path):
     assert moreau.load_mjcf(str(path)).actuator_kp == [20.0]
     xml = moreau.export_mjcf(m)
     assert "<mujoco" in xml and "hinge" in xml
+
+
+def test_joint_spring_pulls_towards_its_rest_position():
+    """A hinge spring (MJCF stiffness, springref in degrees) in the model and in the step: from
+    rest at q = 0, with gravity off, the joint accelerates towards springref."""
+    xml = MJCF.replace('<joint name="hinge"', '<joint name="hinge" stiffness="5" springref="30"')
+    assert 'stiffness="5"' in xml
+    m = moreau.load_mjcf("spring", text=xml.replace("<option", '<option gravity="0 0 0"'))
+    assert m.jnt_stiffness == [5.0] and m.jnt_springref == pytest.approx([math.radians(30)])
+    sim = moreau.Simulator(m, n_env=1, dtype=torch.float64, contact="none")
+    sim.action[:] = 0.0
+    sim.step(10)
+    assert float(sim.v[0, 0]) > 0 and float(sim.q[0, 0]) > 0
+    assert moreau.export_mjcf(m).count('stiffness="5"') == 1
