@@ -142,10 +142,10 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
             dt = time.time() - t0
             it, steps, wall = it + 1, steps + per_it, wall + dt
             if log is not None:
-                lg = runner.logger
+                rets, lens = vec.episode_returns, vec.episode_lengths
                 log.write({"iteration": it, "env_steps": steps, "wall_time": wall, "fps": per_it / max(dt, 1e-9),
-                           "episode_return": sum(lg.rewbuffer) / len(lg.rewbuffer) if lg.rewbuffer else float("nan"),
-                           "episode_length": sum(lg.lenbuffer) / len(lg.lenbuffer) if lg.lenbuffer else float("nan"),
+                           "episode_return": sum(rets) / len(rets) if rets else float("nan"),
+                           "episode_length": sum(lens) / len(lens) if lens else float("nan"),
                            "action_std": float(runner.alg.get_policy().output_std.detach().mean()),
                            "learning_rate": runner.alg.learning_rate,
                            "command_scale": env.command_scale() if hasattr(env, "command_scale") else 1.0})

@@ -30,13 +30,18 @@ def test_adapter_shape_contract():
     assert isinstance(obs, TensorDict) and list(obs.keys()) == ["policy"] and obs.batch_size == torch.Size([3])
     assert obs["policy"].shape == (3, 48)
     a = torch.zeros(3, 12, requires_grad=True)  # gradients off inside the adapter
+    total = torch.zeros(3)
     for k in range(3):
         obs, rew, dones, extras = env.step(a)
+        total += rew
         assert isinstance(obs, TensorDict) and obs["policy"].shape == (3, 48) and not obs["policy"].requires_grad
         assert rew.shape == (3,) and rew.dtype == torch.float32 and not rew.requires_grad
         assert dones.shape == (3,) and dones.dtype == torch.long
         assert extras["time_outs"].shape == (3,) and extras["time_outs"].dtype == torch.bool
     assert dones.tolist() == [1, 1, 1] and extras["time_outs"].all() and "episode" in extras
+    # the adapter's own episode statistics: three episodes of 3 steps, their summed rewards
+    assert list(env.episode_lengths) == [3, 3, 3]
+    assert list(env.episode_returns) == pytest.approx(total.tolist())
     env.episode_length_buf = torch.tensor([2, 0, 1])
     assert env.env.episode_length_buf.tolist() == [2, 0, 1]
     assert torch.equal(env.get_observations()["policy"], env.env.get_observations())
@@ -107,12 +112,13 @@ def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
     log = tmp_path / "ppo"
     args = ["--task", "locomotion", "--task-preset", "trot_gated", "--iterations", "3", "--num-envs", "4",
             "--contact", "smooth", "--steps-per-env", "4", "--n-threads", "1", "--log-dir", str(log),
-            "--save-interval", "2", "--episode-length-s", "0.5"]
+            "--save-interval", "2", "--episode-length-s", "0.2"]  # 10 control steps
     assert main(args) == 0
     assert main(args[:5] + ["5"] + args[6:] + ["--resume", str(log / "model_2.pt")]) == 0
     with open(log / "log.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4, 5] and int(rows[-1]["env_steps"]) == 5 * 4 * 4
+    assert float(rows[-1]["episode_length"]) <= 10 and rows[-1]["episode_return"] not in ("", "nan")
     policy = load_checkpoint(str(log / "model_final.pt"))
     meta = policy.meta["env"]
     assert meta["format"] == "moreau.ppo/1" and meta["task_preset"] == "trot_gated" and meta["contact"] == "smooth"

@@ -13,11 +13,15 @@ one group, ``"policy"``, which rsl_rl's default observation sets ("actor", "crit
 to. ``extras``: ``"time_outs"`` (bool (num_envs,), for PPO's value bootstrapping),
 ``"episode"`` (per-episode means of the reward terms of the environments that ended, when any
 did) or else ``"log"`` (the env's ``info["log"]``), both logged by rsl_rl's Logger.
+``episode_returns`` / ``episode_lengths``: the last 100 finished episodes' summed reward and
+length in steps, kept by the adapter itself (rsl_rl's Logger keeps them only when it writes
+logs).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
+from collections import deque
 from typing import Any, Dict, Optional
 
 import torch
@@ -44,6 +48,10 @@ class RslRlVecEnv(VecEnv):
         if dataclasses.is_dataclass(cfg):
             cfg = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
         self.cfg = cfg if cfg is not None else {"task": type(env).__name__}
+        self.episode_returns: deque = deque(maxlen=100)
+        self.episode_lengths: deque = deque(maxlen=100)
+        self._return = torch.zeros(self.num_envs, device=self.device)
+        self._length = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
 
     # rsl_rl reads and (init_at_random_ep_len) writes the episode lengths: forward to the env.
     @property
@@ -72,6 +80,14 @@ class RslRlVecEnv(VecEnv):
             extras["episode"] = info["episode"]
         elif info.get("log"):
             extras["log"] = info["log"]
+        self._return += rew.detach().to(self._return.dtype)
+        self._length += 1
+        ended = done.nonzero().flatten()
+        if ended.numel():
+            self.episode_returns.extend(self._return[ended].tolist())
+            self.episode_lengths.extend(self._length[ended].tolist())
+            self._return[ended] = 0
+            self._length[ended] = 0
         return self._wrap(obs), rew.detach(), done.detach().to(torch.long), extras
 
     def close(self) -> None:
