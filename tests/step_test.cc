@@ -705,38 +705,45 @@ TEST(ActuatorAdjoint, EachRegimeMatchesFiniteDifferences) {
   }
 }
 
+// One step of a 2-dof model from q = (0.7, −1.1), v = (2, −3) with h = 0.01, and what the
+// tests below compare it with: q_M = q + h/2 v, H(q_M), b(q_M, v) and A = H + h D.
+struct TwoDofStep {
+  const double h = 0.01;
+  const std::vector<double> q{0.7, -1.1}, v{2.0, -3.0};
+  std::vector<double> q1 = std::vector<double>(2), v1 = std::vector<double>(2), dv, qM, H = std::vector<double>(4),
+                      b = std::vector<double>(2), A;
+  explicit TwoDofStep(const Model& model) {
+    Simulator sim(model, opts64(1, h, 1));
+    sim.set_state(q.data(), v.data(), 1);
+    sim.step(1);
+    sim.get_state(q1.data(), v1.data(), 1);
+    dv = {v1[0] - v[0], v1[1] - v[1]};
+    qM = {q[0] + h / 2 * v[0], q[1] + h / 2 * v[1]};
+    mass_matrix(model, qM.data(), H.data());
+    bias_forces(model, qM.data(), v.data(), b.data());
+    A = H;
+    for (int k = 0; k < 2; ++k) A[k * 2 + k] += h * model.dof_damping[k];
+  }
+};
+
 TEST(Damping, JointDampingIsImplicit) {
   // (H(q_M) + h D) Δv = h (τ − b(q_M, v) − D v) on the double pendulum with damping and
   // armature on both joints; compared against the explicit form to make sure it matters.
   Model model = load_model(asset("double_pendulum.json"));
   model.dof_damping = {3.0, 1.5};
   model.dof_armature = {0.02, 0.01};
-  const double h = 0.01;
-  Simulator sim(model, opts64(1, h, 1));
-  const std::vector<double> q = {0.7, -1.1}, v = {2.0, -3.0};
-  sim.set_state(q.data(), v.data(), 1);
-  sim.step(1);
-  std::vector<double> q1(2), v1(2);
-  sim.get_state(q1.data(), v1.data(), 1);
-  const std::vector<double> qM = {q[0] + h / 2 * v[0], q[1] + h / 2 * v[1]};
-  std::vector<double> H(4), b(2);
-  mass_matrix(model, qM.data(), H.data());
-  bias_forces(model, qM.data(), v.data(), b.data());
-  std::vector<double> A = H, rhs(2), rhs_explicit(2);
-  for (int k = 0; k < 2; ++k) {
-    A[k * 2 + k] += h * model.dof_damping[k];
-    rhs[k] = h * (-b[k] - model.dof_damping[k] * v[k]);
-  }
-  const auto dv_imp = solve_spd(A, rhs);
-  const auto dv_exp = solve_spd(H, rhs);  // explicit damping: H Δv = h (−b − D v)
-  const std::vector<double> dv = {v1[0] - v[0], v1[1] - v[1]};
-  EXPECT_NEAR_REL(dv, dv_imp, 1e-11, 1e-13, "Δv vs (H + h D)⁻¹ h (τ − b − D v)");
+  const TwoDofStep s(model);
+  std::vector<double> rhs(2);
+  for (int k = 0; k < 2; ++k) rhs[k] = s.h * (-s.b[k] - model.dof_damping[k] * s.v[k]);
+  const auto dv_imp = solve_spd(s.A, rhs);
+  const auto dv_exp = solve_spd(s.H, rhs);  // explicit damping: H Δv = h (−b − D v)
+  EXPECT_NEAR_REL(s.dv, dv_imp, 1e-11, 1e-13, "Δv vs (H + h D)⁻¹ h (τ − b − D v)");
   double diff = 0;
   for (int k = 0; k < 2; ++k) diff = std::max(diff, std::abs(dv_imp[k] - dv_exp[k]));
   EXPECT_GT(diff, 1e-4) << "implicit and explicit damping should differ measurably in this test";
   // q_{k+1} = q_M + h/2 v_{k+1}
-  const std::vector<double> q_exp = {qM[0] + h / 2 * v1[0], qM[1] + h / 2 * v1[1]};
-  EXPECT_NEAR_REL(q1, q_exp, 1e-14, 1e-15, "q_{k+1} vs q_M + h/2 v_{k+1}");
+  const std::vector<double> q_exp = {s.qM[0] + s.h / 2 * s.v1[0], s.qM[1] + s.h / 2 * s.v1[1]};
+  EXPECT_NEAR_REL(s.q1, q_exp, 1e-14, 1e-15, "q_{k+1} vs q_M + h/2 v_{k+1}");
 }
 
 TEST(Springs, JointSpringsActAtTheMidpoint) {
@@ -746,29 +753,15 @@ TEST(Springs, JointSpringsActAtTheMidpoint) {
   model.jnt_stiffness = {25.0, 8.0};
   model.jnt_springref = {0.3, -0.5};
   model.dof_damping = {0.4, 0.2};
-  const double h = 0.01;
-  Simulator sim(model, opts64(1, h, 1));
-  const std::vector<double> q = {0.7, -1.1}, v = {2.0, -3.0};
-  sim.set_state(q.data(), v.data(), 1);
-  sim.step(1);
-  std::vector<double> q1(2), v1(2);
-  sim.get_state(q1.data(), v1.data(), 1);
-  const std::vector<double> qM = {q[0] + h / 2 * v[0], q[1] + h / 2 * v[1]};
-  std::vector<double> H(4), b(2), A(4), rhs(2);
-  mass_matrix(model, qM.data(), H.data());
-  bias_forces(model, qM.data(), v.data(), b.data());
-  A = H;
+  const TwoDofStep s(model);
+  std::vector<double> spring(2), rhs(2), passive(2);
   for (int k = 0; k < 2; ++k) {
-    A[k * 2 + k] += h * model.dof_damping[k];
-    rhs[k] = h * (-model.jnt_stiffness[k] * (qM[k] - model.jnt_springref[k]) - b[k] - model.dof_damping[k] * v[k]);
+    spring[k] = -model.jnt_stiffness[k] * (s.qM[k] - model.jnt_springref[k]);
+    rhs[k] = s.h * (spring[k] - s.b[k] - model.dof_damping[k] * s.v[k]);
   }
-  const std::vector<double> dv = {v1[0] - v[0], v1[1] - v[1]};
-  EXPECT_NEAR_REL(dv, solve_spd(A, rhs), 1e-11, 1e-13, "Δv with springs at q_M");
-  std::vector<double> passive(2);  // the public passive forces: −D v − k (q − q_spring)
-  passive_forces(model, qM.data(), v.data(), passive.data());
-  for (int k = 0; k < 2; ++k)
-    EXPECT_NEAR(passive[k], -model.dof_damping[k] * v[k] - model.jnt_stiffness[k] * (qM[k] - model.jnt_springref[k]),
-                1e-14);
+  EXPECT_NEAR_REL(s.dv, solve_spd(s.A, rhs), 1e-11, 1e-13, "Δv with springs at q_M");
+  passive_forces(model, s.qM.data(), s.v.data(), passive.data());  // public: −D v − k (q − q_spring)
+  for (int k = 0; k < 2; ++k) EXPECT_NEAR(passive[k], spring[k] - model.dof_damping[k] * s.v[k], 1e-14);
 }
 
 }  // namespace
