@@ -249,9 +249,16 @@ class Simulator:
         self._sim.synchronize()
 
     def set_state(self, q: torch.Tensor, v: torch.Tensor) -> None:
-        """Copies (n_env, nq) and (n_env, nv) tensors into the state (any device; cast)."""
-        self.q.copy_(torch.as_tensor(q))
-        self.v.copy_(torch.as_tensor(v))
+        """Copies (n_env, nq) and (n_env, nv) tensors or arrays into the state (any device and
+        float dtype; cast), or (nq,) and (nv,) ones into every environment."""
+        for name, x, dst in (("q", q, self.q), ("v", v, self.v)):
+            x = torch.as_tensor(x)
+            shapes = [tuple(dst.shape), (dst.shape[1],)]
+            if tuple(x.shape) not in shapes:
+                fail("Simulator.set_state", name, "shape", " or ".join(str(s) for s in shapes), tuple(x.shape))
+            if not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
+                fail("Simulator.set_state", name, "dtype", "a float (or integer) tensor", x.dtype)
+            dst.copy_(x)
 
     def get_state(self):
         """Copies of (q, v)."""

@@ -114,3 +114,16 @@ def test_library_errors_are_moreau_errors(tmp_path):
     if not moreau.cuda_available():
         with pytest.raises(moreau.Error, match="cuda"):
             moreau.Simulator(moreau.asset("cube.json"), device="cuda")
+
+
+def test_set_state_checks_its_arguments(sim):
+    q, v, _ = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"Simulator.set_state: argument 'v': wrong shape: expected "
+                       r"\(4, 18\) or \(18,\), got \(4, 3\)"):
+        sim.set_state(q, v[:, :3])
+    with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong dtype: expected a float \(or integer\) "
+                       r"tensor, got torch.bool"):
+        sim.set_state(q.bool(), v)
+    q[:, 2], q[:, 3] = 1.0, 1.0
+    sim.set_state(q[0].numpy(), v[0])  # one state for every environment, from numpy
+    assert torch.equal(sim.q, q) and torch.equal(sim.v, v)
