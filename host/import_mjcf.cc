@@ -159,6 +159,7 @@ class MjcfParser {
  public:
   MjcfParser(std::string source, std::string include_dir) : include_dir_(std::move(include_dir)) {
     spec_.source = std::move(source);
+    spec_.timestep = 0.002;  // MuJoCo's default for a file without <option timestep>
   }
 
   RobotSpec parse(const std::string& text, const std::string& main_path) {

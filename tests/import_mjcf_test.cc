@@ -245,6 +245,16 @@ TEST(ImportMjcf, JointSpringsMatchMuJoCo) {
   }
 }
 
+// A file without <option timestep> steps at MuJoCo's default, 0.002 s.
+TEST(ImportMjcf, TimestepDefaultsToMujocos) {
+  const std::string body = R"(<body name="a"><joint/><geom size="0.1"/></body>)";
+  const std::string xml = "<mujoco><worldbody>" + body + "</worldbody></mujoco>";
+  EXPECT_EQ(compile(parse(xml)).timestep, 0.002);
+  EXPECT_EQ(compile(parse(xml)).timestep, test::MjRef(xml).m->opt.timestep);
+  const std::string with = "<mujoco><option timestep=\"0.01\"/><worldbody>" + body + "</worldbody></mujoco>";
+  EXPECT_EQ(compile(parse(with)).timestep, 0.01);
+}
+
 TEST(ImportMjcf, EulerSequenceIntrinsicAndExtrinsic) {
   // xyz (moving axes) = Rx Ry Rz; XYZ (fixed axes) = Rz Ry Rx
   const RobotSpec s = parse(R"(<mujoco><compiler angle="radian" eulerseq="xyz"/><worldbody>
