@@ -376,14 +376,14 @@ class TypedBackend : public Backend {
   void upload_field_major(S* dst, const double* src, int rows, int width) {
     std::vector<S> staging(static_cast<size_t>(rows) * width);
     for (int r = 0; r < rows; ++r)
-      for (int k = 0; k < width; ++k) staging[static_cast<size_t>(k) * rows + r] = static_cast<S>(src[r * width + k]);
+      for (int k = 0; k < width; ++k) staging[static_cast<size_t>(k) * rows + r] = static_cast<S>(src[static_cast<size_t>(r) * width + k]);
     mem_->upload(dst, staging.data(), sizeof(S) * staging.size());
   }
   void download_row_major(double* dst, const S* src, int rows, int width) {
     std::vector<S> staging(static_cast<size_t>(rows) * width);
     mem_->download(staging.data(), src, sizeof(S) * staging.size());
     for (int r = 0; r < rows; ++r)
-      for (int k = 0; k < width; ++k) dst[r * width + k] = staging[static_cast<size_t>(k) * rows + r];
+      for (int k = 0; k < width; ++k) dst[static_cast<size_t>(r) * width + k] = staging[static_cast<size_t>(k) * rows + r];
   }
 
   Model model_;

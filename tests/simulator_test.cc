@@ -110,6 +110,9 @@ TEST(Validation, BadOptions) {
   const Model& m = anymal();
   expect_error([&] { Simulator s(m, opts(0)); }, {"n_env", "expected > 0, got 0"}, "n_env 0");
   expect_error([&] { Simulator s(m, opts(-3)); }, {"n_env", "expected > 0, got -3"}, "n_env -3");
+  ASSERT_EQ(std::max({m.nq, m.nv, m.nu, m.ncon}), 19);  // q: the widest field, 2^31 / 19 environments
+  expect_error([&] { Simulator s(m, opts(113025456)); }, {"n_env", "expected at most 113025455", "got 113025456"},
+               "n_env past the 32-bit offsets");
   expect_error([&] { Simulator s(m, opts(2, DType::Int32)); }, {"dtype", "int32"}, "dtype int32");
   SimulatorOptions o = opts(2);
   o.timestep = -0.01;
