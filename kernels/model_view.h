@@ -70,12 +70,13 @@ struct ModelView {
 };
 
 // A per-environment parameter: `len` rows (1 or n_env) of `width` values, element k of
-// row r at data[k * len + r]; environment e reads row e % len.
+// row r at data[k * len + r]; environment e reads row e, or row 0 when shared (len 1; a
+// branch the whole warp takes alike, not an integer modulo).
 template <class S>
 struct Param {
   const S* data;
   int len;
-  MOREAU_HD S get(int env, int k = 0) const { return data[k * len + env % len]; }
+  MOREAU_HD S get(int env, int k = 0) const { return len == 1 ? data[k] : data[k * len + env]; }
 };
 
 template <class S>

@@ -281,10 +281,12 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--quick", action="store_true", help="three settings, N 8 and 32, 5 epochs, small sets")
     p.add_argument("--cpu", action="store_true", help="the protocol of results/study_a, sized for 2 CPU cores: "
-                   "hidden 64, 8,192 windows per epoch, 4,000 tosses per setting, N 10 to 3,000")
+                   "hidden 64, 8,192 windows per epoch, 100 validation tosses, 4,000 tosses per setting, "
+                   "N 10 to 3,000")
     a = p.parse_args(argv)
     if a.cpu:
-        a.hidden, a.epoch_windows, a.data_tosses, a.tosses = 64, 8192, 4000, [10, 30, 100, 300, 1000, 3000]
+        a.hidden, a.epoch_windows, a.val_tosses, a.data_tosses = 64, 8192, 100, 4000
+        a.tosses = [10, 30, 100, 300, 1000, 3000]
     if a.quick:
         a.settings = [s for s in ("soft_mj100", "soft_1e5", "hard") if s in a.settings] or a.settings[:3]
         a.tosses, a.epochs, a.patience, a.hidden = [8, 32], 5, 3, 32
