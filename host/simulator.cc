@@ -40,6 +40,10 @@ ContactMode contact_mode_from_name(const std::string& name) {
   throw Error("contact mode: expected one of none, hard, soft, smooth, hard_smooth_grad, got '" + name + "'");
 }
 
+int max_environments(const Model& model) {
+  return INT_MAX / std::max({model.nq, model.nv, model.nu, model.ncon, 1});
+}
+
 namespace {
 
 void check_n_env(const char* what, int expected, int got) {
@@ -50,12 +54,6 @@ void check_n_env(const char* what, int expected, int got) {
 
 std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
   if (o.n_env <= 0) throw Error("Simulator: n_env: expected > 0, got " + std::to_string(o.n_env));
-  // kernels/ address element k of environment e at k * n_env + e in 32-bit ints
-  const long long width = std::max({model.nq, model.nv, model.nu, model.ncon, 1});
-  if (o.n_env * width > INT_MAX)
-    throw Error("Simulator: n_env: expected at most " + std::to_string(INT_MAX / width) + " for this robot (its widest " +
-                "field has " + std::to_string(width) + " values per environment and the kernels' offsets are 32-bit), "
-                "got " + std::to_string(o.n_env));
   if (o.timestep < 0 || !std::isfinite(o.timestep))
     throw Error("Simulator: timestep: expected > 0 (or 0 for the model's), got " + std::to_string(o.timestep));
   if (o.decimation < 0)

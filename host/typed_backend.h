@@ -35,6 +35,9 @@ class TypedBackend : public Backend {
                            sizeof(int32_t) * (model_.ncon + 2);
     const size_t model_bytes = sizeof(S) * packed_.reals.size() + sizeof(int) * packed_.ints.size();
     mem_->check_capacity(per_env * static_cast<size_t>(n) + model_bytes, n);
+    if (n > max_environments(model_))
+      throw Error("Simulator: n_env: expected at most " + std::to_string(max_environments(model_)) +
+                  " for this robot (the kernels' field offsets are 32-bit: max_environments), got " + std::to_string(n));
     d_reals_ = alloc<S>(packed_.reals.size());
     d_ints_ = alloc<int>(packed_.ints.size());
     mem_->upload(d_reals_, packed_.reals.data(), sizeof(S) * packed_.reals.size());

@@ -20,6 +20,10 @@ enum class DType : int { Float32 = 0, Float64 = 1, Int32 = 2 };
 const char* device_name(Device d);
 const char* dtype_name(DType t);
 bool cuda_available();  // built with CUDA and a device is present
+// The most environments one Simulator of `model` can hold: the kernels address element k of
+// environment e at k * n_env + e in 32-bit ints, so 2^31 − 1 over the widest per-environment
+// field (q, v, action or the contacts). A larger n_env is an Error.
+int max_environments(const Model& model);
 
 // Per-environment status bits (status buffer, int32). Fatal bits (NaN state or action,
 // singular mass matrix) freeze the environment: it is not stepped again until reset, and the
