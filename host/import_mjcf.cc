@@ -162,7 +162,27 @@ class MjcfParser {
     spec_.timestep = 0.002;  // MuJoCo's default for a file without <option timestep>
   }
 
+  // Every unsupported feature of the file, each naming its element, in one Error (parse_all
+  // goes on past a refusal, so that a file with six stiff joints lists all six).
   RobotSpec parse(const std::string& text, const std::string& main_path) {
+    try {
+      parse_all(text, main_path);
+    } catch (const Error& e) {
+      if (refusals_.empty()) throw;
+      refuse(e.what());
+    }
+    if (!refusals_.empty()) {
+      std::string msg;
+      for (const std::string& r : refusals_) msg += (msg.empty() ? "" : "\n") + r;
+      throw Error(msg);
+    }
+    return std::move(spec_);
+  }
+
+ private:
+  void refuse(const std::string& what) { refusals_.push_back(what); }
+
+  void parse_all(const std::string& text, const std::string& main_path) {
     if (!main_path.empty()) included_.insert(main_path);
     const XMLElement* root = load(text, spec_.source);
     if (std::string(root->Name()) != "mujoco")
@@ -200,13 +220,12 @@ class MjcfParser {
     for (const XMLElement* e : top)
       if (std::string(e->Name()) == "actuator") parse_actuators(e);
 
+    if (!refusals_.empty()) return;  // parse() reports them
     apply_totalmass();
     flush_warnings();
     cap_contacts(spec_);
-    return std::move(spec_);
   }
 
- private:
   // ---- documents and includes ------------------------------------------------------------
 
   const XMLElement* load(const std::string& text, const std::string& file) {
@@ -421,9 +440,9 @@ class MjcfParser {
       spec_.warnings.push_back(loc(e) + ": option integrator " + in_quotes(integrator) +
                                " ignored (moreau uses its own time stepping)");
     for (const char* a : {"density", "viscosity"})
-      if (number(l, a, 0) != 0) throw Error(loc(e) + ": <option " + a + "> (fluid forces) is not supported");
+      if (number(l, a, 0) != 0) refuse(loc(e) + ": <option " + a + "> (fluid forces) is not supported");
     if (vec3(l, "wind", Vec3::Zero()) != Vec3::Zero())
-      throw Error(loc(e) + ": <option wind> (fluid forces) is not supported");
+      refuse(loc(e) + ": <option wind> (fluid forces) is not supported");
     for (const XMLElement* c : children(e)) {
       if (std::string(c->Name()) != "flag") throw Error(loc(c) + ": unsupported element <" + c->Name() + ">");
       check_attrs(c);
@@ -550,9 +569,9 @@ class MjcfParser {
     g.conaffinity = integer(l, "conaffinity", 1);
     g.group = integer(l, "group", 0);
     if (keyword(l, "shellinertia", "false", {"true", "false"}) == "true")
-      throw Error(loc(l.source("shellinertia")) + ": geom shellinertia is not supported");
+      refuse(loc(l.source("shellinertia")) + ": geom shellinertia is not supported");
     if (keyword(l, "fluidshape", "none", {"none", "ellipsoid"}) != "none")
-      throw Error(loc(l.source("fluidshape")) + ": geom fluidshape (fluid forces) is not supported");
+      refuse(loc(l.source("fluidshape")) + ": geom fluidshape (fluid forces) is not supported");
     const int nsize = g.type == "sphere" ? 1 : g.type == "capsule" || g.type == "cylinder" ? 2
                                            : g.type == "box" || g.type == "ellipsoid"      ? 3
                                                                                            : 0;
@@ -694,15 +713,15 @@ class MjcfParser {
     s.springref = number(l, "springref", 0);
     if (angular) s.springref = angle(s.springref);
     if (s.stiffness != 0 && (s.type == JointType::Ball || s.type == JointType::Free))
-      throw Error(w + ": joint stiffness on a " + type + " joint is not supported (springs on hinge and slide only)");
+      refuse(w + ": joint stiffness on a " + type + " joint is not supported (springs on hinge and slide only)");
     if (vec(l, "springdamper", {0, 0}, true) != std::vector<double>{0, 0})
-      throw Error(w + ": joint springdamper is not supported");
+      refuse(w + ": joint springdamper is not supported");
     if (j.ref != 0 && s.type != JointType::Prismatic)
-      throw Error(w + ": joint ref != 0 is supported on slide joints only");
-    if (boolean(l, "actuatorgravcomp", false)) throw Error(w + ": joint actuatorgravcomp is not supported");
+      refuse(w + ": joint ref != 0 is supported on slide joints only");
+    if (boolean(l, "actuatorgravcomp", false)) refuse(w + ": joint actuatorgravcomp is not supported");
     const std::string frc = keyword(l, "actuatorfrclimited", "auto", {"true", "false", "auto"});
     if (frc == "true" || (frc == "auto" && vec(l, "actuatorfrcrange", {0, 0}, true) != std::vector<double>{0, 0}))
-      throw Error(w + ": joint actuatorfrcrange is not supported (give the actuator a forcerange)");
+      refuse(w + ": joint actuatorfrcrange is not supported (give the actuator a forcerange)");
     return j;
   }
 
@@ -726,8 +745,8 @@ class MjcfParser {
     const std::string where = loc(e) + " body " + in_quotes(name);
     const std::string w = loc(e) + ": body " + in_quotes(name);
     if (!body_names_.insert(name).second) throw Error(w + ": repeated body name");
-    if (boolean(l, "mocap", false)) throw Error(w + ": mocap bodies are not supported");
-    if (number(l, "gravcomp", 0) != 0) throw Error(w + ": body gravcomp is not supported");
+    if (boolean(l, "mocap", false)) refuse(w + ": mocap bodies are not supported");
+    if (number(l, "gravcomp", 0) != 0) refuse(w + ": body gravcomp is not supported");
     const Vec3 pos = vec3(l, "pos", Vec3::Zero());
     const Quat quat = orientation(l);
 
@@ -932,6 +951,7 @@ class MjcfParser {
   }
 
   RobotSpec spec_;
+  std::vector<std::string> refusals_;
   std::string include_dir_;
   std::vector<std::unique_ptr<XMLDocument>> docs_;
   std::map<const XMLDocument*, std::string> file_of_;

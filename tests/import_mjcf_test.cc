@@ -437,6 +437,18 @@ TEST(ImportMjcfErrors, IncludeCycle) {
             "t.xml:1: <include>: cannot read './missing.xml' (not a file of at most 16 MB)");
 }
 
+// One error lists every unsupported feature, each with its element, not only the first.
+TEST(ImportMjcfErrors, EveryRefusalIsNamed) {
+  EXPECT_EQ(error_of(world(R"(<body name="a" gravcomp="1"><joint name="h" springdamper="0.1 1"/><geom size="0.1"/>
+      <body name="b"><joint name="k" springdamper="0.2 1"/><geom size="0.1"/></body></body>)")),
+            "t.xml:1: body 'a': body gravcomp is not supported\n"
+            "t.xml:1: joint 'h': joint springdamper is not supported\n"
+            "t.xml:2: joint 'k': joint springdamper is not supported");
+  // a hard error after refusals: both reported
+  EXPECT_EQ(error_of(world(R"(<body name="a" gravcomp="1"><joint/><geom size="0.1" bogus="1"/></body>)")),
+            "t.xml:1: body 'a': body gravcomp is not supported\nt.xml:1: <geom>: unknown attribute 'bogus'");
+}
+
 TEST(ImportMjcfErrors, UnsupportedFeatures) {
   EXPECT_EQ(error_of("<mujoco><tendon><fixed name=\"t\"/></tendon></mujoco>"),
             "t.xml:1: <tendon> elements are not supported (<fixed>)");
