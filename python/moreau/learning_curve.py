@@ -53,11 +53,11 @@ def log_spaced(n: int, points: int) -> List[int]:
 
 def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
                  sim_threads: int = 1, every: int = 1, points: int = 0, until_bar: bool = False,
-                 start: int = 0) -> List[Dict]:
+                 start: int = 0, stop: float = math.inf) -> List[Dict]:
     """Evaluates the run's checkpoints (every ``every``-th, and the last; ``every`` = 0: only the
     last; ``points`` > 0: about that many, log-spaced in checkpoint order, the last included)
     under ``contact``; with ``until_bar`` none after the first at the bar (but the last); none
-    of an iteration below ``start`` (but the last);
+    of an iteration below ``start`` or above ``stop`` (but the last);
     returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
     path = os.path.join(run, f"curve_{contact}.json")
     rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
@@ -65,7 +65,7 @@ def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 2
     cks = checkpoints(run)
     chosen = set(log_spaced(len(cks), points)) if points > 0 else None
     for i, ck in enumerate(cks):
-        if i != len(cks) - 1 and ((until_bar and first_at_bar(rows) is not None) or _iteration(ck) < start):
+        if i != len(cks) - 1 and ((until_bar and first_at_bar(rows) is not None) or not start <= _iteration(ck) <= stop):
             continue
         if chosen is not None:
             if i not in chosen:
@@ -139,6 +139,8 @@ def main(argv=None) -> int:
                    "(the last is evaluated all the same)")
     p.add_argument("--start", type=int, default=0, help="skip the checkpoints of iterations below this (the last "
                    "is evaluated all the same)")
+    p.add_argument("--stop", type=float, default=math.inf, help="skip the checkpoints of iterations above this "
+                   "(the last is evaluated all the same); with --start, a window to refine a curve")
     p.add_argument("--last", action="store_true", help="evaluate only each run's last checkpoint")
     p.add_argument("--sim-threads", type=int, default=1)
     p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run; 'none': no plot)")
@@ -152,7 +154,7 @@ def main(argv=None) -> int:
         name = os.path.basename(os.path.normpath(run))
         for c in a.contact:
             rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every,
-                                0 if a.last else a.points, a.until_bar, a.start)
+                                0 if a.last else a.points, a.until_bar, a.start, a.stop)
             curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
             first = first_at_bar(rows)
             keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",

@@ -190,6 +190,8 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeyp
     assert [r["checkpoint"] for r in rows] == ["model_1.pt", "model_final.pt"]
     rows = lc.evaluate_run(str(logdir), "soft", num_envs=2, seconds=0.1, start=2)  # from iteration 2 on
     assert [r["checkpoint"] for r in rows] == ["model_2.pt"]
+    rows = lc.evaluate_run(str(logdir), "none", num_envs=2, seconds=0.1, stop=1)  # up to iteration 1, and the last
+    assert [r["checkpoint"] for r in rows] == ["model_1.pt", "model_final.pt"]
 
 
 def test_resume_restores_the_curriculum_and_the_log_columns(tmp_path):
