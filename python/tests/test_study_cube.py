@@ -98,3 +98,10 @@ def test_quick_end_to_end(tmp_path):
     for f in ("results.csv", "curves.json", "test_error.png", "rollout_error.png", "training_curves.png"):
         assert (tmp_path / "out" / f).stat().st_size > 0
     assert SETTINGS["soft_mj100"]["contact_kn"] == pytest.approx(9.25)
+    # --report on a sweep with a run still to do (one dropped): trains nothing, writes the tables
+    res = tmp_path / "out" / "results.json"
+    res.write_text(json.dumps({"runs": rows[1:]}))
+    (tmp_path / "out" / "results.csv").unlink()
+    assert main(["--quick", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "data"), "--report"]) == 0
+    assert len(json.loads(res.read_text())["runs"]) == 3 * 2 * 2 - 1
+    assert (tmp_path / "out" / "results.csv").stat().st_size > 0

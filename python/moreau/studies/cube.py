@@ -280,6 +280,8 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--quick", action="store_true", help="three settings, N 8 and 32, 5 epochs, small sets")
+    p.add_argument("--report", action="store_true", help="train nothing: write the tables and figures of the runs "
+                   "finished so far (a sweep stopped part-way)")
     p.add_argument("--cpu", action="store_true", help="the protocol of results/study_a, sized for 2 CPU cores: "
                    "hidden 64, 8,192 windows per epoch, 100 validation tosses, 4,000 tosses per setting, "
                    "N 10 to 3,000")
@@ -292,16 +294,17 @@ def main(argv=None) -> int:
         a.tosses, a.epochs, a.patience, a.hidden = [8, 32], 5, 3, 32
         a.data_tosses, a.val_tosses, a.test_tosses = 64, 16, 16
     torch.set_num_threads(a.threads)
-    make_datasets(a.data, a.settings, n=a.data_tosses)
+    if not a.report:
+        make_datasets(a.data, a.settings, n=a.data_tosses)
     os.makedirs(a.out, exist_ok=True)
     res_path, curve_path = os.path.join(a.out, "results.json"), os.path.join(a.out, "curves.json")
     rows: List[Dict] = json.load(open(res_path))["runs"] if os.path.exists(res_path) else []
     curves: Dict[str, List[Dict]] = json.load(open(curve_path)) if os.path.exists(curve_path) else {}
     proto = {k: getattr(a, k) for k in ("hidden", "epochs", "patience", "epoch_windows", "lr", "batch", "data_tosses",
                                         "val_tosses", "test_tosses", "rollout", "seed")}
-    todo = [(s, m, n) for m in a.models for n in sorted(a.tosses) for s in a.settings  # every setting at small N first
-            if not any(r["setting"] == s and r["model"] == m and r["tosses"] == n and r["protocol"] == proto
-                       for r in rows)]
+    todo = [] if a.report else [
+        (s, m, n) for m in a.models for n in sorted(a.tosses) for s in a.settings  # every setting at small N first
+        if not any(r["setting"] == s and r["model"] == m and r["tosses"] == n and r["protocol"] == proto for r in rows)]
     try:
         from tqdm import tqdm
         it = tqdm(todo, desc="models", dynamic_ncols=True)
@@ -316,6 +319,9 @@ def main(argv=None) -> int:
             with open(path + ".tmp", "w") as f:
                 json.dump(obj, f, indent=1)
             os.replace(path + ".tmp", path)
+    if not rows:
+        print(f"moreau.studies.cube: no finished runs in {a.out}")
+        return 0
     manifest = json.load(open(os.path.join(a.data, "manifest.json")))
     with open(res_path, "w") as f:
         json.dump({"runs": rows, "data": manifest}, f, indent=1)
