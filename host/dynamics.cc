@@ -64,7 +64,8 @@ double potential_energy(const Model& model, const double* q) {
   const double mass = model.total_mass();
   double e = -mass * (model.gravity[0] * com[0] + model.gravity[1] * com[1] + model.gravity[2] * com[2]);
   for (int j = 0; j < model.nbody; ++j) {  // joint springs: ½ k (q − q_spring)²
-    const double d = model.jnt_stiffness[j] != 0 ? q[model.jnt_qposadr[j]] - model.jnt_springref[j] : 0.0;
+    if (model.jnt_stiffness[j] == 0) continue;
+    const double d = q[model.jnt_qposadr[j]] - model.jnt_springref[j];
     e += 0.5 * model.jnt_stiffness[j] * d * d;
   }
   return e;

@@ -267,12 +267,11 @@ MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& 
   // v_free = v + Δv
   for (int k = 0; k < nv; ++k) {
     adj_v[k] += adj_v_free[k];
-    tau_adj[k] = h * lambda[k];
+    tau_adj[k] = -h * lambda[k];
   }
-  adj_passive_forces(m, tau_adj, adj_qM, adj_v);
-  for (int k = 0; k < nv; ++k) tau_adj[k] = -h * lambda[k];
   adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
+  adj_passive_forces(m, tau_adj, adj_qM, adj_v);
   adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
   adj_forward_kinematics(m, t.qM, t.ws, adj_qM, aw);
   adj_body_inertias(m, p.added_base_mass.get(env), adj_p.added_base_mass, aw);
