@@ -1,4 +1,6 @@
-"""moreau.rl: adapters from moreau's DiffEnv tasks to reinforcement-learning libraries.
+"""moreau.rl: adapters from moreau's DiffEnv tasks to reinforcement-learning libraries, each
+imported on demand (they need their library):
 
-``moreau.rl.rsl_rl``: RslRlVecEnv (rsl_rl's VecEnv, for PPO through OnPolicyRunner); it needs
-the ``rsl-rl-lib`` package and is imported on demand."""
+``moreau.rl.rsl_rl``: RslRlVecEnv (rsl_rl's VecEnv, for PPO through OnPolicyRunner; ``rsl-rl-lib``).
+``moreau.rl.gymnasium``: VectorEnv (gymnasium's VectorEnv; registers moreau/AnymalC-v0 and
+moreau/CartPole-v0 for ``gymnasium.make_vec``)."""
