@@ -31,6 +31,10 @@ Command line::
     python3 -m moreau.shac --task cartpole --iterations 200 --num-envs 64 --logdir runs/cartpole
     python3 -m moreau.shac --task locomotion --contact smooth --iterations 500 --num-envs 1024 \\
         --logdir runs/anymal_smooth
+    torchrun --standalone --nproc_per_node 2 -m moreau.shac --task cartpole --num-envs 32 --logdir runs/c2
+
+Under torchrun (moreau.distributed) each rank steps ``--num-envs`` environments of its own and
+the actor's and critic's gradients are averaged over the ranks; rank 0 logs and saves.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
+from . import distributed
 from .runlog import CsvLog
 
 __all__ = ["SHACConfig", "SHAC", "RunningMeanStd", "ActorMLP", "CriticMLP", "load_policy", "make_env", "main"]
@@ -146,9 +151,17 @@ class RunningMeanStd:
     def update(self, x: torch.Tensor) -> None:
         x = x.detach().to(torch.float64)
         x = x[torch.isfinite(x).all(1)]
-        if x.shape[0] == 0:
-            return
-        b_mean, b_var, b_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+        if distributed.world_size() > 1:  # the batch of every rank: all-reduce (n, Σx, Σx²)
+            sums = distributed.all_reduce_sum(torch.cat([x.new_tensor([x.shape[0]]), x.sum(0), (x * x).sum(0)]))
+            b_count = int(sums[0].item())
+            if b_count == 0:
+                return
+            b_mean = sums[1:1 + x.shape[1]] / b_count
+            b_var = (sums[1 + x.shape[1]:] / b_count - b_mean ** 2).clamp_min(0.0)
+        else:
+            if x.shape[0] == 0:
+                return
+            b_mean, b_var, b_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
         delta = b_mean - self.mean
         tot = self.count + b_count
         self.mean = self.mean + delta * b_count / tot
@@ -210,12 +223,14 @@ class SHAC:
         self.progress = progress
         self.env_meta = dict(env_meta or {})
         torch.manual_seed(cfg.seed)
-        self.gen = torch.Generator(device=self.device).manual_seed(cfg.seed)
+        # (over processes, moreau.distributed: each rank's own noise and minibatches, rank 0's networks)
+        self.gen = torch.Generator(device=self.device).manual_seed(cfg.seed + distributed.rank())
         n_obs, n_act = env.num_obs, env.num_actions
         self.actor = ActorMLP(n_obs, n_act, cfg.actor_hidden).to(self.device)
         self.critic = CriticMLP(n_obs, cfg.critic_hidden).to(self.device)
         self.target_critic = copy.deepcopy(self.critic)
         self.target_critic.requires_grad_(False)
+        distributed.broadcast_modules(self.actor, self.critic, self.target_critic)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr, betas=tuple(cfg.betas))
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr, betas=tuple(cfg.betas))
         self.obs_rms = RunningMeanStd((n_obs,), device=self.device) if cfg.obs_norm else None
@@ -317,7 +332,7 @@ class SHAC:
             tm["policy"] += t1 - t0
             tm["env_step"] += t2 - t1
             tm["policy"] += t3 - t2  # values, bookkeeping
-        self.steps += h * n
+        self.steps += h * n * distributed.world_size()
         return loss / (h * n)
 
     @torch.no_grad()
@@ -353,6 +368,7 @@ class SHAC:
                 loss = ((self.critic(obs[idx]) - tgt[idx]) ** 2).mean()
                 self.critic_opt.zero_grad(set_to_none=True)
                 loss.backward()
+                distributed.average_gradients(self.critic.parameters())
                 if cfg.grad_norm > 0:
                     nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.grad_norm)
                 self.critic_opt.step()
@@ -384,6 +400,7 @@ class SHAC:
         loss = self._actor_loss()
         t0 = time.perf_counter()
         loss.backward()
+        distributed.average_gradients(self.actor.parameters())
         t1 = time.perf_counter()
         grads = [p.grad for p in self.actor.parameters() if p.grad is not None]
         grad_norm = torch.norm(torch.stack([g.norm() for g in grads])).item() if grads else 0.0
@@ -424,7 +441,7 @@ class SHAC:
             "episode_length": (sum(self.finished_lengths) / len(self.finished_lengths)
                                if self.finished_lengths else float("nan")),
             "iteration_time": t3 - t_start,
-            "fps": cfg.horizon * self.env.num_envs / max(t3 - t_start, 1e-9),
+            "fps": cfg.horizon * self.env.num_envs * distributed.world_size() / max(t3 - t_start, 1e-9),
         }
         for k in ("env_step", "policy", "backward", "critic"):  # this iteration's time breakdown [s]
             stats["time_" + k] = tm[k] - before.get(k, 0.0)
@@ -439,10 +456,11 @@ class SHAC:
     # ---- training loop --------------------------------------------------------------
     def train(self, iterations: Optional[int] = None) -> List[Dict]:
         n = self.cfg.iterations if iterations is None else int(iterations)
-        writer = _writer(self.logdir)
-        log = CsvLog(os.path.join(self.logdir, "log.csv"), self.it) if self.logdir else None
+        logdir = self.logdir if distributed.is_main() else None  # rank 0 alone logs and saves
+        writer = _writer(logdir)
+        log = CsvLog(os.path.join(logdir, "log.csv"), self.it) if logdir else None
         bar = None
-        if self.progress:
+        if self.progress and distributed.is_main():
             try:
                 from tqdm import tqdm
                 bar = tqdm(total=n, desc="SHAC", dynamic_ncols=True)
@@ -464,10 +482,10 @@ class SHAC:
                     bar.set_postfix(ret=f"{s['episode_return']:.1f}", rew=f"{s['mean_reward']:.3f}",
                                     vloss=f"{s['value_loss']:.3g}", fps=f"{s['fps']:.0f}")
                     bar.update(1)
-                if self.logdir and self.cfg.save_interval > 0 and self.it % self.cfg.save_interval == 0:
-                    self.save(os.path.join(self.logdir, f"model_{self.it}.pt"))
-            if self.logdir:
-                self.save(os.path.join(self.logdir, "model_final.pt"))
+                if logdir and self.cfg.save_interval > 0 and self.it % self.cfg.save_interval == 0:
+                    self.save(os.path.join(logdir, f"model_{self.it}.pt"))
+            if logdir:
+                self.save(os.path.join(logdir, "model_final.pt"))
         finally:
             if log is not None:
                 log.close()
@@ -519,7 +537,8 @@ class SHAC:
         self.recent_grad_norms.extend(ck.get("recent_grad_norms") or [])
         if hasattr(self.env, "load_schedule_state"):  # the task's schedules (command curriculum) go on
             self.env.load_schedule_state(ck.get("env_schedule") or
-                                         {"common_step_counter": self.steps // self.env.num_envs})
+                                         {"common_step_counter": self.steps // (self.env.num_envs
+                                                                                 * distributed.world_size())})
         return ck
 
 
@@ -631,6 +650,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.torch_threads > 0 and torch.device(a.device).type == "cpu":
         torch.set_num_threads(a.torch_threads)
+    rank, world, device = distributed.init(a.device)  # under torchrun: one rank of a data-parallel run
+    say = print if rank == 0 else (lambda *_a, **_k: None)
 
     preset = PRESETS.get(a.preset, {}) if a.preset else {}
     task = a.task or preset.get("task", "cartpole")
@@ -644,7 +665,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"moreau.shac: --task-preset: {e}")
     num_envs = a.num_envs or preset.get("num_envs") or (64 if task == "cartpole" else 1024)
     contact = a.contact or preset.get("contact")
-    env = make_env(task, num_envs, contact=contact, device=a.device, seed=a.seed, n_threads=a.sim_threads, **task_kw)
+    env = make_env(task, num_envs, contact=contact, device=device, seed=a.seed + rank, n_threads=a.sim_threads,
+                   **task_kw)
     cfg = SHACConfig(**(preset.get("shac") or TASK_DEFAULTS.get(task, {})))
     cfg.iterations = a.iterations or preset.get("iterations", 500)
     cfg.seed, cfg.save_interval = a.seed, a.save_interval
@@ -654,7 +676,7 @@ def main(argv=None) -> int:
             setattr(cfg, name, getattr(a, name))
     contact = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
     meta = {"task": task, "contact": contact, "task_preset": task_preset, "preset": a.preset,
-            "task_config": env_config(env)}
+            "task_config": env_config(env), "world_size": world}
     agent = SHAC(env, cfg, logdir=a.logdir, progress=not a.no_progress, env_meta=meta)
     resume = a.resume
     if resume == "auto":
@@ -662,12 +684,12 @@ def main(argv=None) -> int:
             raise SystemExit("moreau.shac: --resume auto needs --logdir")
         resume = latest_checkpoint(a.logdir)
         if resume and resume.endswith("model_final.pt"):
-            print(f"moreau.shac: {resume} exists: the run is finished")
+            say(f"moreau.shac: {resume} exists: the run is finished")
             return 0
     if resume:
         agent.load(resume)
-        print(f"moreau.shac: resumed from {resume} (iteration {agent.it}, {agent.steps} env steps)")
-    if a.logdir:
+        say(f"moreau.shac: resumed from {resume} (iteration {agent.it}, {agent.steps} env steps)")
+    if a.logdir and rank == 0:
         os.makedirs(a.logdir, exist_ok=True)
         with open(os.path.join(a.logdir, "config.json"), "w") as f:
             json.dump({"args": vars(a), "config": dataclasses.asdict(cfg), "env": meta}, f, indent=2)
@@ -675,12 +697,12 @@ def main(argv=None) -> int:
     if hist:
         last = hist[-1]
         tm = agent.timers
-        print(f"done: {agent.it} iterations, {agent.steps} env steps; last: episode return "
+        say(f"done: {agent.it} iterations, {agent.steps} env steps; last: episode return "
               f"{last['episode_return']:.2f}, mean step reward {last['mean_reward']:.4f}; time per iteration "
               f"{tm['iteration'] / len(hist):.3f} s (env step {tm['env_step'] / len(hist):.3f}, backward "
               f"{tm['backward'] / len(hist):.3f}, critic {tm['critic'] / len(hist):.3f})")
     if a.logdir:
-        print(f"checkpoint: {os.path.join(a.logdir, 'model_final.pt')}")
+        say(f"checkpoint: {os.path.join(a.logdir, 'model_final.pt')}")
     return 0
 
 

@@ -7,6 +7,11 @@ Writes tensorboard logs and checkpoints (model_<it>.pt) under ``--log-dir`` (non
 and prints the evaluation return (mean undiscounted return of each environment's first
 episode, deterministic policy) before and after training. Locomotion rewards are clipped at 0
 per step by default (legged_gym's ``only_positive_rewards``; ``--no-only-positive-rewards``).
+
+    torchrun --standalone --nproc_per_node 2 -m moreau.train_ppo --task cartpole --num-envs 32
+
+runs one data-parallel PPO (moreau.distributed): ``--num-envs`` per rank, rsl_rl's multi-GPU
+gradient all-reduce (gloo on the CPU), rank 0 evaluating, logging and saving.
 """
 from __future__ import annotations
 
@@ -18,9 +23,34 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from . import distributed
 from .runlog import CsvLog
 
 __all__ = ["train", "evaluate", "main"]
+
+
+def _runner_class():
+    from rsl_rl.runners import OnPolicyRunner
+
+    class Runner(OnPolicyRunner):
+        """rsl_rl's OnPolicyRunner on moreau.distributed's process group: its multi-GPU code
+        (gradients all-reduced, KL and learning rate shared) with gloo on the CPU as well as NCCL."""
+
+        def _configure_multi_gpu(self) -> None:
+            n = distributed.world_size()
+            self.gpu_world_size, self.is_distributed = n, n > 1
+            self.gpu_global_rank = distributed.rank()
+            self.gpu_local_rank = int(os.environ.get("LOCAL_RANK", "0")) if n > 1 else 0
+            self.cfg["multi_gpu"] = ({"global_rank": self.gpu_global_rank, "local_rank": self.gpu_local_rank,
+                                      "world_size": n} if n > 1 else None)
+
+        def learn(self, num_learning_iterations: int, init_at_random_ep_len: bool = False) -> None:
+            super().learn(num_learning_iterations, init_at_random_ep_len)
+            # rsl_rl broadcasts rank 0's parameters at every learn(); once is enough (averaged
+            # gradients keep the ranks equal), and moreau calls learn(1) per iteration.
+            self.is_distributed = False
+
+    return Runner
 
 
 def _make_env(task: str, num_envs: int, device: str, contact: str, seed: int, n_threads: int, **task_kwargs):
@@ -94,28 +124,29 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
 
 def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs, eval_seed,
            eval_steps, verbose, save_interval, resume, meta):
-    from rsl_rl.runners import OnPolicyRunner
-
     from .rl.rsl_rl import RslRlVecEnv, default_train_cfg
     from .shac import env_config, latest_checkpoint
 
-    torch.manual_seed(seed)
+    rank, world, device = distributed.init(device)  # under torchrun: one rank of a data-parallel run
+    verbose = verbose and rank == 0
+    log_dir_all, log_dir = log_dir, (log_dir if rank == 0 else None)  # rank 0 alone evaluates, logs and saves
+    torch.manual_seed(seed + rank)
     task_kwargs = dict(task_kwargs or {})
-    env = _make_env(task, num_envs, device, contact, seed, n_threads, **task_kwargs)
-    eval_env = None if eval_steps == 0 else _make_env(task, num_envs, device, contact, eval_seed, n_threads,
-                                                      **task_kwargs)
+    env = _make_env(task, num_envs, device, contact, seed + rank, n_threads, **task_kwargs)
+    eval_env = None if eval_steps == 0 or rank else _make_env(task, num_envs, device, contact, eval_seed, n_threads,
+                                                              **task_kwargs)
     vec = RslRlVecEnv(env)
     cfg = default_train_cfg(**(train_cfg or {}))
     cfg["seed"] = seed
     # rsl_rl's own logging and checkpoints off (log_dir None): moreau writes log.csv and checkpoints
-    runner = OnPolicyRunner(vec, cfg, log_dir=None, device=str(env.device))
+    runner = _runner_class()(vec, cfg, log_dir=None, device=str(env.device))
     contact_name = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
     info = {"format": "moreau.ppo/1", **meta, "task": task, "contact": contact_name, "num_obs": env.num_obs,
             "num_actions": env.num_actions, "task_config": env_config(env), "train_cfg": cfg, "num_envs": num_envs,
-            "seed": seed, "iterations": iterations}
+            "seed": seed, "iterations": iterations, "world_size": world}
     it, steps, wall = 0, 0, 0.0
-    if resume == "auto":
-        resume = latest_checkpoint(log_dir) if log_dir else None
+    if resume == "auto":  # (every rank reads rank 0's folder)
+        resume = latest_checkpoint(log_dir_all) if log_dir_all else None
     if resume:
         done = runner.load(resume, map_location=str(env.device)).get("moreau", {})
         it, steps, wall = int(done["iteration"]), int(done["env_steps"]), float(done["wall_time"])
@@ -133,7 +164,7 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
                                             else None}})
 
     log = CsvLog(os.path.join(log_dir, "log.csv"), it) if log_dir else None
-    per_it = cfg["num_steps_per_env"] * num_envs
+    per_it = cfg["num_steps_per_env"] * num_envs * world
     t_start = time.time()
     try:
         while it < iterations:  # one rsl_rl iteration at a time: log.csv rows and checkpoints
