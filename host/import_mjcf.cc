@@ -215,6 +215,14 @@ class MjcfParser {
         throw Error(loc(e) + ": unsupported element <" + tag + ">");
       }
     }
+    std::vector<Geom> statics;  // the geoms of every <worldbody>: the ground's first
+    for (const XMLElement* e : top) {
+      if (std::string(e->Name()) != "worldbody") continue;
+      check_attrs(e);
+      for (const XMLElement* c : children(e))
+        if (std::string(c->Name()) == "geom") statics.push_back(read_geom(c, 0));
+    }
+    read_ground(statics);
     for (const XMLElement* e : top)
       if (std::string(e->Name()) == "worldbody") parse_worldbody(e);
     for (const XMLElement* e : top)
@@ -292,7 +300,7 @@ class MjcfParser {
 
   void flush_warnings() {
     for (const auto& [type, list] : skipped_)
-      spec_.warnings.push_back(type + " collision geoms ignored (moreau's contacts are spheres, boxes and capsules): " +
+      spec_.warnings.push_back(type + " collision geoms ignored (moreau's contacts are spheres, boxes, capsules and cylinders): " +
                                list);
     for (const auto& [what, info] : warned_) {
       const auto& [first, count, tag] = info;
@@ -587,7 +595,11 @@ class MjcfParser {
     return std::string(e->Name()) + (name ? " " + in_quotes(name) : std::string());
   }
 
-  bool collides(const Geom& g) const { return contact_enabled_ && (g.contype != 0 || g.conaffinity != 0); }
+  // MuJoCo collides two geoms when (contype₁ & conaffinity₂) ≠ 0 or (contype₂ & conaffinity₁) ≠ 0;
+  // moreau's contacts are with the ground only, whose bits are those of the worldbody's plane.
+  bool collides(const Geom& g) const {
+    return contact_enabled_ && ((g.contype & ground_conaffinity_) != 0 || (ground_contype_ & g.conaffinity) != 0);
+  }
 
   // Mass and inertia about the geom's centre in its own frame, MuJoCo's formulas.
   void add_geom_mass(const Geom& g, MassSum& sum) {
@@ -622,7 +634,7 @@ class MjcfParser {
   }
 
   // Contact shapes of a collidable geom in the body frame: spheres, boxes, capsules as their
-  // two end spheres. Cylinders and ellipsoids are noted and skipped (docs/import.md).
+  // two end spheres, cylinders as their rim points. Ellipsoids are noted and skipped (docs/import.md).
   void add_contacts(const Geom& g, const std::string& fallback_name, std::vector<ContactSpec>& out,
                     std::map<std::string, int>& skipped) {
     if (!collides(g)) return;
@@ -638,6 +650,12 @@ class MjcfParser {
       c.quat = arr4(g.quat);
       c.half_size = {g.size[0], g.size[1], g.size[2]};
       out.push_back(c);
+    } else if (g.type == "cylinder") {
+      c.kind = ContactSpec::Kind::Cylinder;
+      c.quat = arr4(g.quat);
+      c.radius = g.size[0];
+      c.half_length = g.size[1];
+      out.push_back(c);
     } else if (g.type == "capsule") {
       const Vec3 half = g.quat * Vec3(0, 0, g.size[1]);
       for (int end = 0; end < 2; ++end) {
@@ -651,25 +669,35 @@ class MjcfParser {
     }
   }
 
+  // The first plane's contype/conaffinity become the ground's (MuJoCo's defaults 1/1 without a
+  // plane; they decide which body geoms are contacts); other static geoms are noted and skipped.
+  void read_ground(const std::vector<Geom>& statics) {
+    for (const Geom& g : statics) {
+      if (g.type != "plane") continue;
+      ground_contype_ = g.contype;
+      ground_conaffinity_ = g.conaffinity;
+      break;
+    }
+    for (const Geom& g : statics) {
+      if (!contact_enabled_ || (g.contype == 0 && g.conaffinity == 0)) continue;
+      if (g.type == "plane") {
+        const Vec3 z = g.quat * Vec3::UnitZ();
+        if (std::fabs(g.pos.z()) > 1e-12 || std::fabs(z.z() - 1) > 1e-12)
+          spec_.warnings.push_back(loc(g.elem) + ": " + describe(g.elem) +
+                                   ": a ground plane that is not z = 0 facing up; moreau's ground is z = 0");
+      } else {
+        spec_.warnings.push_back(loc(g.elem) + ": " + describe(g.elem) + ": static " + g.type +
+                                 " geom ignored (moreau's only static geometry is the ground plane z = 0)");
+      }
+    }
+  }
+
   void parse_worldbody(const XMLElement* e) {
-    check_attrs(e);
     for (const XMLElement* c : children(e)) {
       const std::string tag = c->Name();
       if (tag == "body") {
         parse_body(c, "world", 0);
-      } else if (tag == "geom") {
-        const Geom g = read_geom(c, 0);
-        if (!collides(g)) continue;
-        if (g.type == "plane") {
-          const Vec3 z = g.quat * Vec3::UnitZ();
-          if (std::fabs(g.pos.z()) > 1e-12 || std::fabs(z.z() - 1) > 1e-12)
-            spec_.warnings.push_back(loc(c) + ": " + describe(c) +
-                                     ": a ground plane that is not z = 0 facing up; moreau's ground is z = 0");
-        } else {
-          spec_.warnings.push_back(loc(c) + ": " + describe(c) + ": static " + g.type +
-                                   " geom ignored (moreau's only static geometry is the ground plane z = 0)");
-        }
-      } else if (!ignored_body_children().count(tag)) {
+      } else if (tag != "geom" && !ignored_body_children().count(tag)) {
         throw Error(loc(c) + ": unsupported element <" + tag + "> in <worldbody>");
       }
     }
@@ -965,6 +993,7 @@ class MjcfParser {
   double settotalmass_ = -1;
   std::array<int, 2> inertiagroup_{0, 5};
   bool contact_enabled_ = true;
+  int ground_contype_ = 1, ground_conaffinity_ = 1;
   bool gravity_enabled_ = true;
 
   std::vector<DefaultClass> classes_;

@@ -1,7 +1,7 @@
-// URDF importer: links, joints, inertials, limits, dynamics and sphere/box collisions.
+// URDF importer: links, joints, inertials, limits, dynamics and sphere, box and cylinder collisions.
 // The root link gets a free joint (or a fixed one with UrdfOptions::fixed_base); fixed
 // joints stay fixed bodies, which compile() merges. Choices for what URDF leaves open (a
-// <limit> without lower/upper, cylinder collisions) are in docs/import.md.
+// <limit> without lower/upper, mesh collisions) are in docs/import.md.
 #include "moreau/import.h"
 #include "moreau/model.h"
 
@@ -68,7 +68,7 @@ class UrdfParser {
     add_bodies();
     add_actuators();
     for (const auto& [kind, list] : skipped_)
-      spec_.warnings.push_back(kind + " collisions ignored (moreau's contacts are spheres and boxes): " + list);
+      spec_.warnings.push_back(kind + " collisions ignored (moreau's contacts are spheres, boxes and cylinders): " + list);
     for (const auto& [name, value] : options_.default_qpos) spec_.default_qpos.emplace_back(name, value);
     cap_contacts(spec_);
     return std::move(spec_);
@@ -313,7 +313,15 @@ class UrdfParser {
         s.quat = arr4(p.rot);
         s.half_size = arr3(size / 2);
         b.contacts.push_back(s);
-      } else if (kind == "cylinder" || kind == "mesh" || kind == "capsule") {
+      } else if (kind == "cylinder") {
+        s.kind = ContactSpec::Kind::Cylinder;
+        s.quat = arr4(p.rot);
+        s.radius = required_number(shape, "radius");
+        s.half_length = required_number(shape, "length") / 2;
+        if (!(s.radius > 0) || !(s.half_length > 0))
+          throw Error(loc(shape) + ": link " + in_quotes(name) + ": cylinder radius and length must be > 0");
+        b.contacts.push_back(s);
+      } else if (kind == "mesh" || kind == "capsule") {
         ++skipped[kind];
       } else {
         throw Error(loc(shape) + ": link " + in_quotes(name) + ": unknown geometry <" + kind + ">");

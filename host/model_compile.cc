@@ -260,6 +260,12 @@ class Compiler {
       check_nonnegative(spec_, w + ".radius", c.radius);
       return;
     }
+    if (c.kind == ContactSpec::Kind::Cylinder) {
+      if (!(c.radius > 0) || !std::isfinite(c.radius)) fail(spec_, w + ".radius", "a radius > 0", str(c.radius));
+      if (!(c.half_length > 0) || !std::isfinite(c.half_length))
+        fail(spec_, w + ".half_length", "a half-length > 0", str(c.half_length));
+      return;
+    }
     check_finite(spec_, w + ".half_size", c.half_size);
     for (double h : c.half_size)
       if (!(h > 0)) fail(spec_, w + ".half_size", "three half-sizes > 0", str(c.half_size));
@@ -419,12 +425,23 @@ class Compiler {
       fail(spec_, "nq", "at most " + std::to_string(kMaxNq) + " position coordinates (kMaxNq)", std::to_string(m_.nq));
   }
 
-  // Spheres become one point; boxes their 8 corners pos + R (±hx, ±hy, ±hz), radius 0.
+  // Spheres become one point; boxes their 8 corners pos + R (±hx, ±hy, ±hz), radius 0;
+  // cylinders the points pos + R (r cos θᵢ, r sin θᵢ, ±b) of their end circles, θᵢ = 2π i / n, radius 0.
   void fill_contacts() {
     for (int k = 0; k < m_.nbody; ++k) {
       for (const PlacedContact& c : contacts_[k]) {
         if (c.spec->kind == ContactSpec::Kind::Sphere) {
           add_contact(k, c.name, c.pose.pos, c.spec->radius);
+          continue;
+        }
+        if (c.spec->kind == ContactSpec::Kind::Cylinder) {
+          const int n = ContactSpec::kRimPoints;
+          for (int end = 0; end < 2; ++end)
+            for (int i = 0; i < n; ++i) {
+              const double th = 2 * M_PI * i / n, r = c.spec->radius;
+              const Vec3 local(r * std::cos(th), r * std::sin(th), (end ? 1 : -1) * c.spec->half_length);
+              add_contact(k, c.name + "/rim" + std::to_string(end * n + i), c.pose.pos + c.pose.rot * local, 0);
+            }
           continue;
         }
         for (int corner = 0; corner < 8; ++corner) {

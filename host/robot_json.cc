@@ -132,10 +132,15 @@ class Reader {
   ContactSpec contact(const json& j, const std::string& path) const {
     if (!j.is_object()) fail(path, "an object", describe(j));
     ContactSpec c;
-    c.kind = choice<ContactSpec::Kind>(require(j, path, "type", "a contact type"), path + ".type", {"sphere", "box"});
+    c.kind = choice<ContactSpec::Kind>(require(j, path, "type", "a contact type"), path + ".type", {"sphere", "box", "cylinder"});
     if (c.kind == ContactSpec::Kind::Sphere) {
       object(j, path, {"type", "name", "pos", "radius"});
       c.radius = number(require(j, path, "radius", "a number"), path + ".radius");
+    } else if (c.kind == ContactSpec::Kind::Cylinder) {
+      object(j, path, {"type", "name", "pos", "quat", "radius", "half_length"});
+      optional(j, path, "quat", c.quat, &Reader::numbers<4>);
+      c.radius = number(require(j, path, "radius", "a number"), path + ".radius");
+      c.half_length = number(require(j, path, "half_length", "a number"), path + ".half_length");
     } else {
       object(j, path, {"type", "name", "pos", "quat", "half_size"});
       optional(j, path, "quat", c.quat, &Reader::numbers<4>);

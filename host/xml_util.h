@@ -110,39 +110,45 @@ struct MassSum {
   }
 };
 
-// Contact points a spec produces once compiled (a sphere: 1, a box: its 8 corners).
-inline int contact_points(const ContactSpec& c) { return c.kind == ContactSpec::Kind::Sphere ? 1 : 8; }
+// Contact points a spec produces once compiled (a sphere: 1, a box: its 8 corners, a
+// cylinder: the points of its two end circles).
+inline int contact_points(const ContactSpec& c) {
+  return c.kind == ContactSpec::Kind::Sphere ? 1 : c.kind == ContactSpec::Kind::Box ? 8 : 2 * ContactSpec::kRimPoints;
+}
 
 // The kernels hold at most kMaxContacts points. When the collision shapes of a file need
-// more, all spheres (feet, capsule ends) are kept, then the boxes of whole tree levels, from
-// the root outwards, while they fit: a symmetric robot keeps symmetric contacts. One warning
-// names the dropped boxes.
+// more, all spheres (feet, capsule ends) are kept, then the boxes of whole tree levels from
+// the root outwards while they fit, then the cylinders (16 points each) likewise: a symmetric
+// robot keeps symmetric contacts. One warning names the dropped shapes.
 inline void cap_contacts(RobotSpec& spec) {
+  using Kind = ContactSpec::Kind;
   int total = 0, used = 0;
-  std::map<std::string, int> depth;  // bodies are listed parents first
-  std::map<int, int> box_points;     // depth -> points of its boxes
+  std::map<std::string, int> depth;                 // bodies are listed parents first
+  std::map<std::pair<Kind, int>, int> level_points;  // (box or cylinder, depth) -> its points
   for (const BodySpec& b : spec.bodies) {
     const auto parent = depth.find(b.parent);
     const int d = depth[b.name] = parent == depth.end() ? 0 : parent->second + 1;
     for (const ContactSpec& c : b.contacts) {
       total += contact_points(c);
-      if (c.kind == ContactSpec::Kind::Sphere) ++used;
-      else box_points[d] += 8;
+      if (c.kind == Kind::Sphere) ++used;
+      else level_points[{c.kind, d}] += contact_points(c);
     }
   }
   if (total <= kMaxContacts) return;
-  int keep_depth = -1;  // boxes at depth <= keep_depth stay
-  for (const auto& [d, points] : box_points) {
-    if (used + points > kMaxContacts) break;
-    used += points;
-    keep_depth = d;
-  }
+  std::map<Kind, int> keep_depth{{Kind::Box, -1}, {Kind::Cylinder, -1}};  // shapes at depth <= this stay
+  for (const Kind kind : {Kind::Box, Kind::Cylinder})
+    for (const auto& [level, points] : level_points) {
+      if (level.first != kind) continue;
+      if (used + points > kMaxContacts) break;
+      used += points;
+      keep_depth[kind] = level.second;
+    }
   std::string dropped;
   int ndropped = 0;
   for (BodySpec& b : spec.bodies) {
     std::vector<ContactSpec> kept;
     for (ContactSpec& c : b.contacts) {
-      if (c.kind == ContactSpec::Kind::Sphere || depth[b.name] <= keep_depth)
+      if (c.kind == Kind::Sphere || depth[b.name] <= keep_depth[c.kind])
         kept.push_back(std::move(c));
       else
         dropped += (ndropped++ ? ", " : "") + in_quotes(c.name);
@@ -150,9 +156,9 @@ inline void cap_contacts(RobotSpec& spec) {
     b.contacts = std::move(kept);
   }
   spec.warnings.push_back("the collision shapes give " + std::to_string(total) + " contact points, more than " +
-                          "kMaxContacts = " + std::to_string(kMaxContacts) + "; kept the spheres and the boxes of " +
-                          "the bodies nearest the root (" + std::to_string(used) + " points), dropped " +
-                          std::to_string(ndropped) + " box(es): " + dropped);
+                          "kMaxContacts = " + std::to_string(kMaxContacts) + "; kept the spheres, then the boxes and " +
+                          "then the cylinders of the bodies nearest the root (" + std::to_string(used) +
+                          " points), dropped " + std::to_string(ndropped) + " shape(s): " + dropped);
 }
 
 }  // namespace moreau::xml

@@ -130,13 +130,16 @@ MOREAU_HD void adj_actuator_forces(const ModelView<S>& m, const Params<S>& p, in
   }
 }
 
-// Contact information of one physics step (per contact point), and solver statistics.
+// Contact information of one physics step (per contact point): only the stateful step keeps
+// it (the pure step and the adjoints pass none).
 template <class S>
 struct ContactInfo {
   S gap[kMaxContacts];
   S impulse[kMaxContacts];
   int active[kMaxContacts];
 };
+template <class S>
+MOREAU_HD ContactInfo<S>* no_info() { return nullptr; }
 
 // The smooth part of a physics step: q_M = q ⊕ (h/2) v and the free velocity change Δv from
 // (H(q_M) + h D) Δv = h (τ − b − D v). Leaves the kinematics at q_M and the factorised
@@ -192,15 +195,15 @@ MOREAU_HD StepTape<S>& step_tape(AdjTape<S>& t) { return t.step; }
 template <class S>
 MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                         int env, S h, S* q, S* v, const S* ctrl, StepTape<S>& t,
-                                        ContactInfo<S>& info) {
+                                        ContactInfo<S>* info) {
   for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
   for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
   if (!free_velocity(m, p, env, h, q, v, ctrl, t.ws, t.qM, t.dv)) return {kStatusSingularMass, 0, S(0)};
   for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
   ContactResult<S> result{0, 0, S(0)};
   if (cfg.mode != kContactNone && m.ncon > 0)
-    result = contact_stage(m, cfg, p, env, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, v, info.gap, info.impulse,
-                           info.active);
+    result = contact_stage(m, cfg, p, env, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, v, info ? info->gap : nullptr,
+                           info ? info->impulse : nullptr, info ? info->active : nullptr);
   for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
   integrate(m, t.qM, v, h / 2, q);
   return result;
@@ -308,7 +311,7 @@ struct StepStats {
 // stops it. stats may be null.
 template <class S, class Tape>
 MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q,
-                           S* v, const S* u, Tape* tapes, int count, int tape_stride, ContactInfo<S>& info,
+                           S* v, const S* u, Tape* tapes, int count, int tape_stride, ContactInfo<S>* info,
                            StepStats<S>* stats) {
   const S h = m.timestep / cfg.substeps;
   int status = 0;
@@ -328,7 +331,7 @@ MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg,
 // it); stats and info (the last physics step's contact information) may be null.
 template <class S>
 MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q, S* v,
-                      const S* u, StepTape<S>& t, ContactInfo<S>& info, StepStats<S>* stats) {
+                      const S* u, StepTape<S>& t, ContactInfo<S>* info, StepStats<S>* stats) {
   int status = input_status(m, q, v, u);
   StepStats<S> st{0, S(0)};
   if (!(status & kStatusFatal)) status |= record_steps(m, cfg, p, env, q, v, u, &t, m.decimation * cfg.substeps, 0, info, &st);
@@ -374,7 +377,7 @@ template <class S>
 MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                           const S* q0, const S* v0, const S* u, int rows, S* adj_q0, S* adj_v0, S* adj_u,
                           ParamAdjoint<S>* adj_p, const S* adj_q1, const S* adj_v1, AdjTape<S>* tapes, int n_tapes,
-                          AdjWorkspace<S>& aw, ContactInfo<S>& info) {
+                          AdjWorkspace<S>& aw) {
   const int nq = m.nq, nv = m.nv, n_steps = m.decimation * cfg.substeps;
   const int seg_len = mmax(n_tapes, (n_steps + kCheckpoints - 1) / kCheckpoints);
   const int n_seg = (n_steps + seg_len - 1) / seg_len;
@@ -387,7 +390,7 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
   for (int seg = 1; seg < n_seg; ++seg) {
     for (int k = 0; k < nq; ++k) cq[seg][k] = cq[seg - 1][k];
     for (int k = 0; k < nv; ++k) cv[seg][k] = cv[seg - 1][k];
-    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, seg_len, 0, info,
+    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, seg_len, 0, no_info<S>(),
                            static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) return status;
   }
@@ -400,8 +403,9 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
       S q[kMaxNq], v[kMaxNv];
       for (int k = 0; k < nq; ++k) q[k] = cq[seg][k];
       for (int k = 0; k < nv; ++k) v[k] = cv[seg][k];
-      status |= record_steps(m, cfg, p, env, q, v, u, tapes, b, 0, info, static_cast<StepStats<S>*>(nullptr));
-      status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, info, static_cast<StepStats<S>*>(nullptr));
+      status |= record_steps(m, cfg, p, env, q, v, u, tapes, b, 0, no_info<S>(), static_cast<StepStats<S>*>(nullptr));
+      status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, no_info<S>(),
+                             static_cast<StepStats<S>*>(nullptr));
       if (status & kStatusFatal) return status;
       for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
       for (int r = 0; r < rows; ++r) {
@@ -431,7 +435,7 @@ MOREAU_HD void control_step(const ModelView<S>& m, const ContactSettings<S>& cfg
   StepTape<S> tape;
   ContactInfo<S> info;
   StepStats<S> stats;
-  const int status = advance(m, cfg, p, env, q, v, u, tape, info, &stats);
+  const int status = advance(m, cfg, p, env, q, v, u, tape, &info, &stats);
   if (b.solver_iterations) {
     b.solver_iterations[env] = stats.iterations;
     b.solver_residual[env] = stats.residual;
@@ -496,8 +500,7 @@ MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, c
   int status = b.accumulate ? b.status[env] : 0;
   if (!(status & kStatusFatal)) {
     StepTape<S> tape;
-    ContactInfo<S> info;
-    status |= advance(m, cfg, p, env, q, v, u, tape, info, static_cast<StepStats<S>*>(nullptr));
+    status |= advance(m, cfg, p, env, q, v, u, tape, no_info<S>(), static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) load_env(m, b, env, q, v, u);  // a failed step leaves the state as it was
   }
   b.status[env] = status;
@@ -524,12 +527,11 @@ MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cf
     adj_clear(m, ap[r]);
   }
   AdjWorkspace<S> aw;
-  ContactInfo<S> info;
   // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
   const int prior = b.accumulate ? b.status[env] : 0;
   const int status = prior & kStatusFatal ? prior
                                           : prior | adj_advance(m, cfg, p, env, q, v, u, rows, aq0, av0, au, ap, aq1,
-                                                                av1, tapes, n_tapes, aw, info);
+                                                                av1, tapes, n_tapes, aw);
   b.status[env] = status;
   const bool ok = !(status & (kStatusFatal | kStatusNoGradient | kStatusNanGradient));
   for (int r = 0; r < rows; ++r) {

@@ -122,6 +122,43 @@ void tilted_plane(ContactMode mode, double mu, double theta, bool expect_slide, 
       << contact_mode_name(mode) << " mu " << mu << " theta " << theta;
 }
 
+// A cylinder (r 0.05 m, half-length 0.1 m) dropped upright from 5 cm stands on the 8 points
+// of its lower rim at centre height 0.1 m; laid on its side with a spin about its axis it
+// rolls, its centre between r cos(π/8) (on a face of the octagonal rims) and r (on a rim
+// point), less the contact model's sink; the octagon's impacts stop it (no exact rolling).
+TEST(Cylinder, StandsOnItsRimAndRollsOnItsSide) {
+  const Model m = test::cylinder_model();
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Rig up(m, mode, DType::Float64);
+    up.q = {0, 0, 0.15, 1, 0, 0, 0};
+    up.sim.set_state(up.q.data(), up.v.data(), 1);
+    up.sim.step(static_cast<int>(2 / up.seconds_per_step()));
+    up.read();
+    EXPECT_EQ(up.status(), 0);
+    EXPECT_NEAR(up.q[2], 0.1, mode == ContactMode::Hard ? 1e-3 : 5e-3);
+    EXPECT_NEAR(up.q[3], 1, 1e-6);  // still upright
+
+    Rig side(m, mode, DType::Float64);
+    const double h = std::sqrt(0.5);  // axis along world x
+    side.q = {0, 0, 0.05, h, 0, h, 0};
+    side.v = {0, 0, 0, 0, 0, 4};  // 4 rad/s about its axis (body frame; world x): rolls towards −y at ~ω r
+    side.sim.set_state(side.q.data(), side.v.data(), 1);
+    double lo = 1, hi = 0;
+    for (int s = 0; s < static_cast<int>(1 / side.seconds_per_step()); ++s) {
+      side.sim.step(1);
+      side.read();
+      lo = std::min(lo, side.q[2]);
+      hi = std::max(hi, side.q[2]);
+    }
+    EXPECT_EQ(side.status() & kStatusFatal, 0);  // (resting on 4 rim points, hard's solve may hit its cap)
+    EXPECT_LT(side.q[1], -0.01);  // rolled over an edge, then stopped on a face of the octagonal rims
+    const double sink = mode == ContactMode::Hard ? 2e-3 : 8e-3;  // smooth gives under the rim's impacts
+    EXPECT_GT(lo, 0.05 * std::cos(M_PI / 8) - sink);
+    EXPECT_LT(hi, 0.05 + 2e-3);
+  }
+}
+
 TEST(Friction, HardSticksBelowAndSlidesAboveTheCone) {
   tilted_plane(ContactMode::Hard, 0.5, std::atan(0.4), false, 1e-6);
   tilted_plane(ContactMode::Hard, 0.5, std::atan(0.8), true, 0.01);

@@ -76,20 +76,20 @@ class DualStep {
                          {in.friction.data(), 1},     {in.contact_kn.data(), 1}, {in.contact_kd.data(), 1},
                          {in.contact_zeta.data(), 1}, {in.smooth_k.data(), 1},   {in.smooth_gmax.data(), 1}};
     auto tape = std::make_unique<kern::StepTape<Dual>>();
-    auto info = std::make_unique<kern::ContactInfo<Dual>>();
+    const auto info = kern::no_info<Dual>();
     const auto no_stats = static_cast<kern::StepStats<Dual>*>(nullptr);
     int status = 0;
     if (!straight_through_) {
-      status = kern::advance(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), *tape, *info, no_stats);
+      status = kern::advance(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), *tape, info, no_stats);
     } else {  // each physics step: the smooth step's derivative at the hard step's input
       std::vector<Dual> q_hard = in.q, v_hard = in.v;
       for (int s = 0; s < model_.decimation * cfg_.substeps; ++s) {
         for (int k = 0; k < model_.nq; ++k) in.q[k].v = q_hard[k].v;
         for (int k = 0; k < model_.nv; ++k) in.v[k].v = v_hard[k].v;
-        status |= kern::record_steps(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), tape.get(), 1, 0, *info,
+        status |= kern::record_steps(m_, cfg_, p, 0, in.q.data(), in.v.data(), in.u.data(), tape.get(), 1, 0, info,
                                      no_stats);
         status |= kern::record_steps(m_, hard_, p, 0, q_hard.data(), v_hard.data(), in.u.data(), tape.get(), 1, 0,
-                                     *info, no_stats);
+                                     info, no_stats);
       }
     }
     EXPECT_EQ(status, 0);

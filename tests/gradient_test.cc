@@ -617,6 +617,21 @@ TEST(ContactGradient, SmoothBallAcrossTouchdownMatchesFiniteDifferences) {
   EXPECT_GT(diff, 1e-2);
 }
 
+// A cylinder (r 0.05 m, half-length 0.1 m) lying on its side, pressed 0.1 mm onto the two
+// bottom points of its rims (rim0, rim8), moving a little: its contacts are ordinary points,
+// and every mode's adjoint matches central differences.
+TEST(ContactGradient, CylinderOnItsRimsMatchesFiniteDifferences) {
+  const Model cylinder = test::cylinder_model();
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P(cylinder, 1, mode, 35, 0.0);
+    const double h = std::sqrt(0.5);  // axis along world x: local x points down, rim0 and rim8 lowest
+    P.in.q = {0.1, 0.2, 0.05 - 1e-4, h, 0, h, 0};
+    P.in.v = {0.03, -0.02, -0.01, 0.1, 0.02, -0.03};
+    expect_matches_fd(P, 1e-5);
+  }
+}
+
 TEST(ContactGradient, HardStickingCubeMatchesFiniteDifferences) {
   expect_contact_gradient_matches_fd(ContactMode::Hard, 0.0, 21, 1e-5);
 }

@@ -346,6 +346,30 @@ TEST(ImportMjcf, VisualGeomsAndGroundPlane) {
   EXPECT_TRUE(s.warnings.empty());
 }
 
+// MuJoCo's rule against the ground plane: (contype & plane conaffinity) or (plane contype &
+// conaffinity); the plane's bits from the file (here in a second <worldbody>, as scene files
+// that include a robot put the floor), 1/1 without a plane.
+TEST(ImportMjcf, ContypeAndConaffinityChooseTheGroundContacts) {
+  const std::string bodies = R"(<worldbody><body name="a"><joint/><inertial mass="1" diaginertia="1 1 1"/>
+        <geom name="both" size="0.1"/><geom name="type2" size="0.1" contype="2" conaffinity="0"/>
+        <geom name="aff1" size="0.1" contype="0" conaffinity="1"/><geom name="aff2" size="0.1" contype="0" conaffinity="2"/>
+        <geom name="none" size="0.1" contype="0" conaffinity="0"/></body></worldbody>)";
+  const auto names = [&](const std::string& floor) {
+    const RobotSpec s = parse("<mujoco>" + bodies + floor + "</mujoco>");
+    std::vector<std::string> out;
+    for (const ContactSpec& c : body(s, "a").contacts) out.push_back(c.name);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(""), (V{"both", "aff1"}));
+  EXPECT_EQ(names(R"(<worldbody><geom type="plane" size="1 1 1"/></worldbody>)"), (V{"both", "aff1"}));
+  EXPECT_EQ(names(R"(<worldbody><geom type="plane" size="1 1 1" contype="2" conaffinity="2"/></worldbody>)"),
+            (V{"type2", "aff2"}));
+  EXPECT_EQ(names(R"(<worldbody><geom type="plane" size="1 1 1" contype="3" conaffinity="0"/></worldbody>)"),
+            (V{"both", "aff1", "aff2"}));
+  EXPECT_TRUE(names(R"(<worldbody><geom type="plane" size="1 1 1" contype="0" conaffinity="0"/></worldbody>)").empty());
+}
+
 TEST(ImportMjcf, ContactFlagDisable) {
   const RobotSpec s = parse(R"(<mujoco><option><flag contact="disable"/></option><worldbody>
       <body name="a"><joint/><geom size="0.1"/></body></worldbody></mujoco>)");

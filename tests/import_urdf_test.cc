@@ -83,6 +83,29 @@ TEST(ImportUrdf, AnymalOptionsLikeLeggedGym) {
   EXPECT_EQ(warned, 12);
 }
 
+// The ANYbotics ANYmal C URDF: its thigh and shank collision boxes (legged_gym penalises and
+// terminates on those contacts) are all kept, by default and when chosen with contact_bodies.
+TEST(ImportUrdf, AnymalKeepsItsThighAndShankBoxes) {
+  const auto corners = [](const Model& m, const std::string& prefix) {
+    int n = 0;
+    for (const std::string& c : m.con_name) n += c.rfind(prefix, 0) == 0 && c.find("/corner") != std::string::npos;
+    return n;
+  };
+  const std::string file = refdata("anymal_c_anybotics_urdf/anymal.urdf");
+  UrdfOptions legs;
+  legs.contact_bodies = {"*_FOOT", "*_thigh_fixed", "*_shank_fixed"};
+  const Model all = compile(parse_urdf_file(file)), chosen = compile(parse_urdf_file(file, legs));
+  for (const char* leg : {"LF", "RF", "LH", "RH"})
+    for (const char* part : {"_thigh_fixed/", "_shank_fixed/"}) {
+      EXPECT_EQ(corners(all, leg + std::string(part)), 8) << leg << part;
+      EXPECT_EQ(corners(chosen, leg + std::string(part)), 8) << leg << part;
+    }
+  EXPECT_LE(all.ncon, kMaxContacts);
+  // the 4 foot spheres, the 8 leg boxes and the cylinders of the 8 leg links; the feet's own
+  // cylinders (4 x 16 points, the deepest level) exceed the cap and are dropped
+  EXPECT_EQ(chosen.ncon, 4 + 8 * 8 + 8 * 2 * ContactSpec::kRimPoints);
+}
+
 TEST(ImportUrdf, FixedBaseAndMotorActuators) {
   UrdfOptions o;
   o.fixed_base = true;
@@ -187,7 +210,8 @@ TEST(ImportUrdf, JointsLimitsDynamicsAndWorldRoot) {
         <collision><origin xyz="0 0 -1"/><geometry><box size="0.2 0.4 0.6"/></geometry></collision></link>
       <link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>
         <collision><geometry><sphere radius="0.05"/></geometry></collision>
-        <collision><geometry><cylinder radius="0.05" length="0.1"/></geometry></collision></link>
+        <collision><geometry><cylinder radius="0.05" length="0.1"/></geometry></collision>
+        <collision><geometry><mesh filename="b.stl"/></geometry></collision></link>
       <joint name="slide" type="prismatic"><parent link="world"/><child link="a"/><axis xyz="0 0 2"/>
         <limit effort="10" velocity="1" lower="-0.5" upper="0.5"/><dynamics damping="0.3" friction="0.1"/></joint>
       <joint name="spin" type="continuous"><parent link="a"/><child link="b"/><origin xyz="0 0 1" rpy="1.5707963267948966 0 0"/></joint>
@@ -211,9 +235,12 @@ TEST(ImportUrdf, JointsLimitsDynamicsAndWorldRoot) {
   EXPECT_FALSE(b.joint.limited);
   EXPECT_NEAR(b.quat[0], std::sqrt(0.5), 1e-15);
   EXPECT_NEAR(b.quat[1], std::sqrt(0.5), 1e-15);
-  ASSERT_EQ(b.contacts.size(), 1u);
+  ASSERT_EQ(b.contacts.size(), 2u);
+  EXPECT_EQ(b.contacts[1].kind, ContactSpec::Kind::Cylinder);
+  EXPECT_EQ(b.contacts[1].radius, 0.05);
+  EXPECT_EQ(b.contacts[1].half_length, 0.05);
   ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_EQ(s.warnings[0], "cylinder collisions ignored (moreau's contacts are spheres and boxes): 1 on 'b'");
+  EXPECT_EQ(s.warnings[0], "mesh collisions ignored (moreau's contacts are spheres, boxes and cylinders): 1 on 'b'");
   ASSERT_EQ(s.actuators.size(), 2u);
   EXPECT_TRUE(s.actuators[0].force_limited);
   EXPECT_EQ(s.actuators[0].force_range[1], 10);

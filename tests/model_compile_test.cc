@@ -286,6 +286,38 @@ TEST(ModelCompile, JointsActuatorsAndGlobalsAreCopied) {
   EXPECT_EQ(m.actuator_index("shoulder"), 0);
 }
 
+// A cylinder's contact points are its two end circles, kRimPoints each, radius 0:
+// pos + R (r cos θᵢ, r sin θᵢ, ∓b), θᵢ = 2π i / n (rim0..rim7 at −b, rim8..rim15 at +b).
+TEST(ModelCompile, CylinderBecomesItsRimPoints) {
+  RobotSpec spec = base_spec();
+  ContactSpec cyl;
+  cyl.kind = ContactSpec::Kind::Cylinder;
+  cyl.name = "shank";
+  cyl.pos = {0.1, -0.2, 0.3};
+  const Quat q(Eigen::AngleAxisd(0.7, Vec3(1, -2, 0.5).normalized()));
+  cyl.quat = {q.w(), q.x(), q.y(), q.z()};
+  cyl.radius = 0.04;
+  cyl.half_length = 0.15;
+  spec.bodies[0].contacts.push_back(cyl);
+
+  const Model m = compile(spec);
+  const int n = ContactSpec::kRimPoints;
+  ASSERT_EQ(m.ncon, 1 + 2 * n);
+  const Mat3 r = q.toRotationMatrix();
+  const Vec3 axis = r.col(2), centre(0.1, -0.2, 0.3);
+  for (int k = 0; k < 2 * n; ++k) {
+    EXPECT_EQ(m.con_name[k], "shank/rim" + std::to_string(k));
+    EXPECT_EQ(m.con_radius[k], 0);
+    const Vec3 d = body_vec(m.con_pos, k) - centre;
+    EXPECT_NEAR(d.dot(axis), k < n ? -0.15 : 0.15, 1e-14) << k;           // on an end plane
+    EXPECT_NEAR((d - d.dot(axis) * axis).norm(), 0.04, 1e-14) << k;        // on the rim
+    const Vec3 local = r.transpose() * d;
+    const double th = 2 * M_PI * (k % n) / n;
+    EXPECT_NEAR(local.x(), 0.04 * std::cos(th), 1e-14) << k;
+    EXPECT_NEAR(local.y(), 0.04 * std::sin(th), 1e-14) << k;
+  }
+}
+
 TEST(ModelCompile, BoxBecomesEightCorners) {
   RobotSpec spec = base_spec();
   ContactSpec box;
@@ -456,6 +488,17 @@ std::vector<BadCase> bad_cases() {
          arm(s).contacts[0].quat = {0, 0, 0, 0};
        },
        {"$.bodies[1].contacts[0].quat: expected a non-zero quaternion (w, x, y, z), got [0, 0, 0, 0]"}},
+      {"cylinder radius", [&](RobotSpec& s) {
+         arm(s).contacts[0].kind = ContactSpec::Kind::Cylinder;
+         arm(s).contacts[0].radius = 0;
+         arm(s).contacts[0].half_length = 0.1;
+       },
+       {"test.json: $.bodies[1].contacts[0].radius: expected a radius > 0, got 0"}},
+      {"cylinder half length", [&](RobotSpec& s) {
+         arm(s).contacts[0].kind = ContactSpec::Kind::Cylinder;
+         arm(s).contacts[0].radius = 0.05;
+       },
+       {"test.json: $.bodies[1].contacts[0].half_length: expected a half-length > 0, got 0"}},
       {"actuator joint missing", [&](RobotSpec& s) { act(s).joint = "elbow"; },
        {"test.json: $.actuators[0].joint: expected the name of a revolute or prismatic joint, got 'elbow' (no such joint)"}},
       {"actuator on free joint", [&](RobotSpec& s) { act(s).joint = "base"; },
@@ -505,9 +548,9 @@ std::vector<BadCase> bad_cases() {
          ContactSpec box;
          box.kind = ContactSpec::Kind::Box;
          box.half_size = {0.1, 0.1, 0.1};
-         for (int i = 0; i < 8; ++i) arm(s).contacts.push_back(box);
+         for (int i = 0; i < kMaxContacts / 8; ++i) arm(s).contacts.push_back(box);
        },
-       {"test.json: contacts: expected at most 64 contact points (kMaxContacts), got 65"}},
+       {"test.json: contacts: expected at most 256 contact points (kMaxContacts), got 257"}},
   };
 }
 

@@ -159,7 +159,9 @@ std::vector<BadJson> bad_inputs() {
       {"unknown actuator type", replaced(r, "\"type\": \"motor\"", "\"type\": \"velocity\""),
        {"bad.json: $.actuators[1].type: expected one of 'position', 'motor', got 'velocity'"}},
       {"unknown contact type", replaced(r, "\"type\": \"sphere\"", "\"type\": \"capsule\""),
-       {"bad.json: $.bodies[2].contacts[0].type: expected one of 'sphere', 'box', got 'capsule'"}},
+       {"bad.json: $.bodies[2].contacts[0].type: expected one of 'sphere', 'box', 'cylinder', got 'capsule'"}},
+      {"cylinder without half_length", replaced(r, "\"type\": \"sphere\"", "\"type\": \"cylinder\""),
+       {"bad.json: $.bodies[2].contacts[0].half_length: expected a number (required), got nothing"}},
       {"mass as string", replaced(r, "\"mass\": 1,", "\"mass\": \"1\","),
        {"bad.json: $.bodies[1].mass: expected a number, got string \"1\""}},
       {"short pos", replaced(r, "\"pos\": [0.1, 0, 0]", "\"pos\": [0.1, 0]"),
@@ -198,6 +200,21 @@ std::vector<BadJson> bad_inputs() {
       {"range reversed", replaced(r, "\"range\": [-1, 1]", "\"range\": [1, -1]"),
        {"bad.json: $.bodies[1].joint.range: expected lower <= upper, got [1, -1]"}},
   };
+}
+
+TEST(RobotJson, CylinderContact) {
+  const std::string text = replaced(kRobot, R"({"type": "sphere", "name": "tip", "pos": [0, 0, -0.05], "radius": 0.02})",
+                                    R"({"type": "cylinder", "name": "tip", "pos": [0, 0, -0.05], "quat": [0, 1, 0, 0],
+                                        "radius": 0.02, "half_length": 0.03})");
+  const RobotSpec spec = parse_robot_json(text, "c.json");
+  const ContactSpec& c = spec.bodies[2].contacts[0];
+  EXPECT_EQ(c.kind, ContactSpec::Kind::Cylinder);
+  EXPECT_EQ(c.radius, 0.02);
+  EXPECT_EQ(c.half_length, 0.03);
+  EXPECT_EQ(c.quat, (std::array<double, 4>{0, 1, 0, 0}));
+  const Model m = load_model_from_string(text, "c.json");
+  EXPECT_EQ(m.ncon, 8 + 2 * ContactSpec::kRimPoints);
+  EXPECT_EQ(m.con_name[8], "tip/rim0");
 }
 
 TEST(RobotJson, EveryBadInputNamesSourcePathExpectedAndGot) {

@@ -8,6 +8,6 @@ constexpr int kMaxBodies = 32;
 constexpr int kMaxNv = 40;
 constexpr int kMaxNq = 48;
 constexpr int kMaxNu = 32;
-constexpr int kMaxContacts = 64;
+constexpr int kMaxContacts = 256;
 
 }  // namespace moreau

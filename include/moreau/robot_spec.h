@@ -38,13 +38,16 @@ struct JointSpec {
 };
 
 struct ContactSpec {
-  enum class Kind { Sphere, Box };
+  enum class Kind { Sphere, Box, Cylinder };
+  static constexpr int kRimPoints = 8;     // points on each end circle of a cylinder
   Kind kind = Kind::Sphere;
   std::string name;
   std::array<double, 3> pos{0, 0, 0};      // centre in the body frame
-  std::array<double, 4> quat{1, 0, 0, 0};  // orientation in the body frame (boxes)
-  double radius = 0;                       // sphere radius
+  std::array<double, 4> quat{1, 0, 0, 0};  // orientation in the body frame (boxes, cylinders)
+  double radius = 0;                       // sphere or cylinder radius
   std::array<double, 3> half_size{0, 0, 0};  // box half-sizes; the 8 corners become points
+  double half_length = 0;                  // cylinder half-length along its z axis; the 2 kRimPoints
+                                           // points of its two end circles become points
 };
 
 struct BodySpec {

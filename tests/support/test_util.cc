@@ -93,6 +93,23 @@ void random_state(const Model& model, std::mt19937& rng, double* q, double* v) {
   return ::testing::AssertionSuccess();
 }
 
+Model cylinder_model() {
+  RobotSpec spec;
+  spec.name = "cylinder";
+  BodySpec b;
+  b.name = "cylinder";
+  b.joint.type = JointType::Free;
+  b.mass = 1.5;
+  b.inertia = {0.006, 0.006, 0.002, 0, 0, 0};
+  ContactSpec c;
+  c.kind = ContactSpec::Kind::Cylinder;
+  c.radius = 0.05;
+  c.half_length = 0.1;
+  b.contacts.push_back(c);
+  spec.bodies.push_back(b);
+  return compile(spec);
+}
+
 std::string asset(const std::string& name) { return std::string(MOREAU_ASSETS_DIR "/robots/") + name; }
 
 std::string refdata(const std::string& path) { return std::string(MOREAU_REFDATA_DIR "/") + path; }

@@ -51,6 +51,10 @@ inline ::testing::AssertionResult near_rel(const std::vector<double>& a,
 double central(const std::function<double()>& f, double& x, double eps);
 std::vector<double> central(const std::function<std::vector<double>()>& f, double& x, double eps);
 
+// A free cylinder, 1.5 kg, radius 0.05 m, half-length 0.1 m along its z axis, its contact
+// the 16 rim points (ContactSpec::Kind::Cylinder).
+Model cylinder_model();
+
 // MOREAU_ASSETS_DIR "/robots/" + name
 std::string asset(const std::string& name);
 // MOREAU_REFDATA_DIR "/" + path
