@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,9 +114,11 @@ class TypedBackend : public Backend {
     if (len != 1 && len != n)
       throw Error("set_param('" + name + "'): wrong length: expected 1 or n_env = " + std::to_string(n) +
                   ", got " + std::to_string(len));
-    for (size_t k = 0; k < static_cast<size_t>(len) * width; ++k)
+    for (size_t k = 0; k < static_cast<size_t>(len) * width; ++k) {
       if (!std::isfinite(values[k]))
         throw Error("set_param('" + name + "'): value " + std::to_string(k) + " is not finite");
+      check_param_range(name, k, values[k]);
+    }
     ParamBuffer& p = params_[name];
     if (p.len != len || p.width != width) {
       if (p.data) release(p.data);
@@ -312,6 +315,27 @@ class TypedBackend : public Backend {
   };
 
   // Width of a known parameter; throws for an unknown name.
+  // The physical range of each parameter: gains, friction, ζ, smooth g_max ≥ 0; stiffness and
+  // smooth k > 0; k_d ≥ 0 or −1 (from ζ); the base mass plus the added mass > 0.
+  void check_param_range(const std::string& name, size_t k, double x) const {
+    const double base_mass = model_.body_mass.empty() ? 0 : model_.body_mass[0];
+    const auto num = [](double v) {
+      std::ostringstream o;
+      o << v;
+      return o.str();
+    };
+    std::string expected;
+    if ((name == "kp" || name == "kd" || name == "friction" || name == "contact_zeta" || name == "smooth_gmax") &&
+        !(x >= 0))
+      expected = ">= 0";
+    if ((name == "contact_kn" || name == "smooth_k") && !(x > 0)) expected = "> 0";
+    if (name == "contact_kd" && !(x >= 0 || x == -1)) expected = ">= 0, or -1 (from contact_zeta)";
+    if (name == "added_base_mass" && !(base_mass + x > 0))
+      expected = "> -" + num(base_mass) + " (the base's mass " + num(base_mass) + " kg plus it > 0)";
+    if (!expected.empty())
+      throw Error("set_param('" + name + "'): value " + std::to_string(k) + ": expected " + expected + ", got " + num(x));
+  }
+
   int param_width(const std::string& name) const {
     if (name == "kp" || name == "kd") return model_.nu;
     for (const ScalarParam& sp : kScalarParams)

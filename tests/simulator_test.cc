@@ -96,6 +96,38 @@ TEST(Validation, SetParamWidthLengthAndName) {
   expect_error([&] { sim.set_param("kp", vals.data(), 1, m.nu); }, {"kp", "not finite"}, "NaN gain");
 }
 
+// Each parameter's physical range; the boundary values themselves are accepted.
+TEST(Validation, SetParamValueRanges) {
+  const Model& m = anymal();
+  Simulator sim(m, opts(4));
+  const double base = m.body_mass[0];
+  struct Case {
+    const char* name;
+    double bad, ok;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"friction", -0.1, 0, "set_param('friction'): value 2: expected >= 0, got -0.1"},
+      {"contact_kn", 0, 1e2, "set_param('contact_kn'): value 2: expected > 0, got 0"},
+      {"contact_kd", -0.5, -1, "set_param('contact_kd'): value 2: expected >= 0, or -1 (from contact_zeta), got -0.5"},
+      {"contact_zeta", -1, 0, "expected >= 0, got -1"},
+      {"smooth_k", -300, 1, "expected > 0, got -300"},
+      {"smooth_gmax", -0.01, 0, "expected >= 0, got -0.01"},
+      {"added_base_mass", -base, 1 - base, "set_param('added_base_mass'): value 2: expected > -"},
+  };
+  for (const Case& c : cases) {
+    std::vector<double> vals(4, c.ok);
+    EXPECT_NO_THROW(sim.set_param(c.name, vals.data(), 4, 1)) << c.name;
+    vals[2] = c.bad;
+    expect_error([&] { sim.set_param(c.name, vals.data(), 4, 1); }, {c.expected}, c.name);
+  }
+  std::vector<double> gains(m.nu, 0.0);
+  EXPECT_NO_THROW(sim.set_param("kd", gains.data(), 1, m.nu));
+  gains[5] = -2;
+  expect_error([&] { sim.set_param("kp", gains.data(), 1, m.nu); }, {"set_param('kp'): value 5: expected >= 0, got -2"},
+               "negative gain");
+}
+
 TEST(Validation, ResetOutOfRangeAndStepNegative) {
   const Model& m = anymal();
   Simulator sim(m, opts(4));

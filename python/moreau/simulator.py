@@ -33,7 +33,56 @@ def load(path_or_model: Union[str, os.PathLike, Model]) -> Model:
     """A Model from a file (.json, .urdf, .xml by extension) or a Model itself."""
     if isinstance(path_or_model, Model):
         return path_or_model
-    return _moreau.load_model(os.fspath(path_or_model))
+    if not isinstance(path_or_model, (str, os.PathLike)):
+        fail("moreau.load", "model", "type", "a path (.json, .urdf, .xml) or a moreau.Model",
+             type(path_or_model).__name__)
+    return load_model(path_or_model)
+
+
+def _path(fn: str, x) -> str:
+    if not isinstance(x, (str, os.PathLike)):
+        fail(fn, "path", "type", "a file path (str or os.PathLike)", type(x).__name__)
+    return os.fspath(x)
+
+
+def load_model(path) -> Model:
+    """A Model from a file: .json (moreau's format), .urdf or .xml (MJCF), by extension."""
+    return _moreau.load_model(_path("moreau.load_model", path))
+
+
+def load_model_from_string(text: str, source: str = "<string>") -> Model:
+    """A Model from the JSON text of moreau's robot format; ``source`` names it in errors."""
+    if not isinstance(text, str):
+        fail("moreau.load_model_from_string", "text", "type", "a str of JSON", type(text).__name__)
+    return _moreau.load_model_from_string(text, str(source))
+
+
+def load_urdf(path, *args, **options) -> Model:
+    """A Model from a URDF file (or ``text=``, ``path`` naming its source); options as
+    moreau::UrdfOptions: fixed_base, contact_bodies (glob patterns), default_qpos, add_actuators,
+    kp, kd."""
+    return _moreau.load_urdf(_path("moreau.load_urdf", path), *args, **options)
+
+
+def load_mjcf(path, *args, **options) -> Model:
+    """A Model from an MJCF file (or ``text=``, ``path`` naming its source; ``include_dir``)."""
+    return _moreau.load_mjcf(_path("moreau.load_mjcf", path), *args, **options)
+
+
+def export_mjcf(model: Model) -> str:
+    """The MJCF text of a Model (MuJoCo loads it with the same dynamics)."""
+    if not isinstance(model, Model):
+        fail("moreau.export_mjcf", "model", "type", "a moreau.Model", type(model).__name__)
+    return _moreau.export_mjcf(model)
+
+
+def _int(fn: str, arg: str, x) -> int:
+    """``x`` as an int (a Python or numpy integer, or an integer tensor of one element)."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.is_floating_point() and x.dtype != torch.bool:
+        return int(x.item())
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        fail(fn, arg, "type", "an int", type(x).__name__)
+    return int(x)
 
 
 def _contact_mode(mode) -> ContactMode:
@@ -86,16 +135,19 @@ class Simulator:
                  speculative: Optional[bool] = None, substeps: Optional[int] = None, n_threads: int = 0,
                  timestep: float = 0.0, decimation: int = 0, adjoint_tapes: int = 0, cuda_stream=None):
         model = load(model)
-        dev = torch.device(device)
-        if dev.type not in ("cpu", "cuda"):
-            raise ValueError(f"Simulator: device: expected 'cpu' or 'cuda[:N]', got {device!r}")
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError):
+            dev = None
+        if dev is None or dev.type not in ("cpu", "cuda"):
+            fail("Simulator", "device", "value", "'cpu' or 'cuda[:N]'", repr(device))
         o = SimulatorOptions()
-        o.n_env = int(n_env)
+        o.n_env = _int("Simulator", "n_env", n_env)
         o.dtype = DType.Float64 if _torch_dtype(dtype) == torch.float64 else DType.Float32
-        o.n_threads = int(n_threads)
+        o.n_threads = _int("Simulator", "n_threads", n_threads)
         o.timestep = float(timestep)
-        o.decimation = int(decimation)
-        o.adjoint_tapes = int(adjoint_tapes)
+        o.decimation = _int("Simulator", "decimation", decimation)
+        o.adjoint_tapes = _int("Simulator", "adjoint_tapes", adjoint_tapes)
         if isinstance(contact, ContactOptions):
             c = contact
         else:
@@ -105,11 +157,11 @@ class Simulator:
         if tolerance is not None:
             c.tolerance = float(tolerance)
         if max_iterations is not None:
-            c.max_iterations = int(max_iterations)
+            c.max_iterations = _int("Simulator", "max_iterations", max_iterations)
         if speculative is not None:
             c.speculative = bool(speculative)
         if substeps is not None:
-            c.substeps = int(substeps)
+            c.substeps = _int("Simulator", "substeps", substeps)
         o.contact = c
         if dev.type == "cuda":
             if not _moreau.built_with_cuda:
@@ -229,7 +281,7 @@ class Simulator:
     # ---- stepping -------------------------------------------------------------------
     def step(self, k: int = 1) -> None:
         """Advances every environment whose status is ok by ``k`` control steps."""
-        self._sim.step(int(k))
+        self._sim.step(_int("Simulator.step", "k", k))
 
     def reset(self, env_ids=None) -> None:
         """Resets the listed environments (all when None) to the default state, zero action,

@@ -127,3 +127,84 @@ def test_set_state_checks_its_arguments(sim):
     q[:, 2], q[:, 3] = 1.0, 1.0
     sim.set_state(q[0].numpy(), v[0])  # one state for every environment, from numpy
     assert torch.equal(sim.q, q) and torch.equal(sim.v, v)
+
+
+# Every public entry point of the package with a wrong argument: moreau's error (Error for what
+# the library rejects, TensorError for a wrong argument), naming the function or parameter, the
+# expected and the received, never a raw torch/numpy/nanobind error.
+def _entry_points(sim):
+    q, v, a = inputs(sim)
+    cube = moreau.asset("cube.json")
+    f64 = dict(dtype=torch.float64)
+    return [
+        ("Simulator model", lambda: moreau.Simulator(42), moreau.TensorError,
+         "moreau.load: argument 'model': wrong type: expected a path .* or a moreau.Model, got int"),
+        ("Simulator device", lambda: moreau.Simulator(cube, device="tpu"), moreau.TensorError,
+         "Simulator: argument 'device': wrong value: expected 'cpu' or 'cuda\\[:N\\]', got 'tpu'"),
+        ("Simulator n_env type", lambda: moreau.Simulator(cube, n_env=2.5), moreau.TensorError,
+         "Simulator: argument 'n_env': wrong type: expected an int, got float"),
+        ("Simulator n_env value", lambda: moreau.Simulator(cube, n_env=0), moreau.Error, "n_env: expected > 0, got 0"),
+        ("Simulator dtype", lambda: moreau.Simulator(cube, dtype=torch.int32), TypeError,
+         "dtype: expected torch.float32 or torch.float64, got torch.int32"),
+        ("Simulator contact", lambda: moreau.Simulator(cube, contact="squishy"), moreau.Error,
+         "contact mode: expected one of none, hard, soft, smooth, hard_smooth_grad, got 'squishy'"),
+        ("Simulator decimation", lambda: moreau.Simulator(cube, decimation=-1), moreau.Error,
+         "decimation: expected >= 1"),
+        ("Simulator max_iterations", lambda: moreau.Simulator(cube, max_iterations="many"), moreau.TensorError,
+         "argument 'max_iterations': wrong type: expected an int, got str"),
+        ("step k type", lambda: sim.step("a"), moreau.TensorError,
+         "Simulator.step: argument 'k': wrong type: expected an int, got str"),
+        ("step k value", lambda: sim.step(-1), moreau.Error, "step: expected k >= 0, got -1"),
+        ("reset id", lambda: sim.reset([7]), moreau.Error, "env id 7 at position 0 out of range: expected 0 <= id < 4"),
+        ("set_param name", lambda: sim.set_param("bogus", torch.zeros(4)), moreau.Error, "unknown parameter 'bogus'"),
+        ("set_param width", lambda: sim.set_param("kp", torch.zeros(4, 3)), moreau.Error,
+         "set_param\\('kp'\\): wrong width: expected 12, got 3"),
+        ("set_param length", lambda: sim.set_param("friction", torch.zeros(3)), moreau.Error,
+         "wrong length: expected 1 or n_env = 4, got 3"),
+        ("set_param range", lambda: sim.set_param("friction", torch.full((4,), -1.0)), moreau.Error,
+         "set_param\\('friction'\\): value 0: expected >= 0, got -1"),
+        ("set_param finite", lambda: sim.set_param("contact_kn", torch.full((4,), float("nan"))), moreau.Error,
+         "not finite"),
+        ("param name", lambda: sim.param("bogus"), moreau.Error, "unknown parameter 'bogus'"),
+        ("view name", lambda: sim.view("bogus"), moreau.Error, "view: unknown buffer 'bogus'"),
+        ("set_state", lambda: sim.set_state(q[:, :3], v), moreau.TensorError,
+         "Simulator.set_state: argument 'q': wrong shape"),
+        ("step_pure", lambda: sim.step_pure(q, v[:, :1], a), moreau.TensorError,
+         "Simulator.step_pure: argument 'v': wrong shape"),
+        ("transition_jacobians", lambda: sim.transition_jacobians(q, v, a.float()), moreau.TensorError,
+         "Simulator.transition_jacobians: argument 'action': wrong dtype"),
+        ("rollout", lambda: sim.rollout(torch.zeros(3, 4, 2, **f64)), moreau.TensorError,
+         "argument 'actions': wrong shape"),
+        ("rollout_backward", lambda: sim.rollout_backward(torch.zeros(2, 4, sim.nq, **f64),
+                                                          torch.zeros(2, 4, sim.nv, **f64)),
+         moreau.Error, "no recorded rollout"),
+        ("torch.step kp", lambda: mt.step(sim, q, v, a, kp=torch.zeros(4, 5, **f64)), moreau.TensorError,
+         "moreau.torch.step: argument 'kp': wrong shape"),
+        ("torch.step friction", lambda: mt.step(sim, q, v, a, friction=torch.zeros(3, **f64)), moreau.TensorError,
+         "moreau.torch.step: argument 'friction': wrong shape"),
+        ("torch.rollout", lambda: mt.rollout(sim, q, v, torch.zeros(3, 4, 7, **f64)), moreau.TensorError,
+         "moreau.torch.rollout: argument 'actions': wrong shape"),
+        ("load_model", lambda: moreau.load_model("/nonexistent.json"), moreau.Error, "cannot open file"),
+        ("load_model_from_string", lambda: moreau.load_model_from_string("{"), moreau.Error, "expected valid JSON"),
+        ("load_urdf", lambda: moreau.load_urdf(cube), moreau.Error, "malformed XML"),
+        ("load_mjcf", lambda: moreau.load_mjcf(cube), moreau.Error, "malformed XML"),
+        ("asset", lambda: moreau.asset("nope.json"), FileNotFoundError, "moreau.asset: no robot 'nope.json'"),
+        ("contact_mode_from_name", lambda: moreau.contact_mode_from_name("x"), moreau.Error, "got 'x'"),
+        ("load_model type", lambda: moreau.load_model(3), moreau.TensorError,
+         "moreau.load_model: argument 'path': wrong type: expected a file path"),
+        ("load_urdf type", lambda: moreau.load_urdf(None), moreau.TensorError, "moreau.load_urdf: argument 'path'"),
+        ("load_mjcf type", lambda: moreau.load_mjcf(b"x"), moreau.TensorError, "moreau.load_mjcf: argument 'path'"),
+        ("load_model_from_string type", lambda: moreau.load_model_from_string({}), moreau.TensorError,
+         "argument 'text': wrong type: expected a str of JSON, got dict"),
+        ("export_mjcf", lambda: moreau.export_mjcf(3), moreau.TensorError,
+         "moreau.export_mjcf: argument 'model': wrong type: expected a moreau.Model, got int"),
+    ]
+
+
+def test_every_entry_point_rejects_wrong_arguments_with_moreaus_error(sim):
+    for label, call, error, message in _entry_points(sim):
+        try:
+            with pytest.raises(error, match=message):
+                call()
+        except BaseException as e:  # name the case that failed
+            raise AssertionError(f"{label}: {e}") from e
