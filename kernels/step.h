@@ -290,12 +290,22 @@ MOREAU_HD bool all_finite(const S* x, int n) {
   return true;
 }
 
-// Status bits of an input state and action (0 if all finite).
+// A state coordinate beyond this is a blow-up, flagged like a non-finite one (MuJoCo's mjMAXVAL).
+constexpr double kMaxStateValue = 1e10;
+
+template <class S>
+MOREAU_HD bool all_bounded(const S* x, int n) {
+  for (int k = 0; k < n; ++k)
+    if (!is_finite(x[k]) || mabs(x[k]) > S(kMaxStateValue)) return false;
+  return true;
+}
+
+// Status bits of an input state and action (0 if all finite, and the state bounded).
 template <class S>
 MOREAU_HD int input_status(const ModelView<S>& m, const S* q, const S* v, const S* u) {
   int status = 0;
   if (!all_finite(u, m.nu)) status |= kStatusNanAction;
-  if (!all_finite(q, m.nq) || !all_finite(v, m.nv)) status |= kStatusNanState;
+  if (!all_bounded(q, m.nq) || !all_bounded(v, m.nv)) status |= kStatusNanState;
   return status;
 }
 
@@ -322,7 +332,7 @@ MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg,
       stats->iterations = r.iterations > stats->iterations ? r.iterations : stats->iterations;
       stats->residual = mmax(stats->residual, r.residual);
     }
-    if (!(status & kStatusFatal) && (!all_finite(q, m.nq) || !all_finite(v, m.nv))) status |= kStatusNanState;
+    if (!(status & kStatusFatal) && (!all_bounded(q, m.nq) || !all_bounded(v, m.nv))) status |= kStatusNanState;
   }
   return status;
 }

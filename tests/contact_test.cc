@@ -587,6 +587,33 @@ TEST(Status, NanStateFlagsOnlyThatEnvironmentInEveryContactMode) {
   }
 }
 
+// A blown-up state (|q| or |v| > 1e10, MuJoCo's mjMAXVAL) is flagged like a non-finite one:
+// on input (env 1, v = 2e10 m/s), and after the step that crosses it (env 2, q_x 1e10 − 1 m
+// moving at 1e6 m/s), which then leaves that environment as it was; env 0 steps on.
+TEST(Status, HugeStateIsFlaggedLikeANonFiniteOne) {
+  const Model model = load_model(asset("cube.json"));
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Rig r(model, ContactMode::Hard, dtype, 3);
+    r.read();
+    for (int e = 0; e < 3; ++e) r.q[e * model.nq + 2] = 1.0;
+    r.v[1 * model.nv + 0] = 2e10;
+    r.q[2 * model.nq + 0] = 1e10 - 1;
+    r.v[2 * model.nv + 0] = 1e6;
+    r.sim.set_state(r.q.data(), r.v.data(), 3);
+    r.read();  // (as stored: rounded in float32)
+    r.sim.step(1);
+    std::vector<int32_t> status(3);
+    r.sim.get_status(status.data(), 3);
+    EXPECT_EQ(status[0], 0);
+    EXPECT_EQ(status[1], kStatusNanState);
+    EXPECT_EQ(status[2], kStatusNanState);
+    std::vector<double> q(r.q.size()), v(r.v.size());
+    r.sim.get_state(q.data(), v.data(), 3);
+    EXPECT_LT(q[2], 1.0);                             // env 0 fell
+    EXPECT_EQ(q[2 * model.nq + 0], r.q[2 * model.nq + 0]);  // env 2 left as it was
+  }
+}
+
 // The cube resting flat at z = 0.05 (float64, hard): the 4 bottom corners active, their normal
 // impulses summing to m g h, the 4 top corners inactive with gap 0.1 m and no impulse. The
 // solver's stop is tightened to 1e-12 m/s so that the sum is checked to 1e-6 relative (at the

@@ -32,7 +32,7 @@ int max_environments(const Model& model);
 // the gradient bits are set by adjoints (their gradients are then zero).
 enum Status : int32_t {
   kStatusOk = 0,
-  kStatusNanState = 1 << 0,      // non-finite q or v (on input or after a step): fatal
+  kStatusNanState = 1 << 0,      // non-finite q or v, or |q|, |v| > 1e10 (on input or after a step): fatal
   kStatusNanAction = 1 << 1,     // non-finite action: fatal
   kStatusSingularMass = 1 << 2,  // mass matrix not positive definite: fatal
   kStatusSolverNotConverged = 1 << 3,  // contact solve hit its iteration cap: warning
