@@ -46,6 +46,19 @@ int max_environments(const Model& model) {
 
 namespace {
 
+// A caller buffer the call reads or writes must be there (unless it is empty: width 0).
+void require(const void* p, const char* fn, const char* arg, int width = 1) {
+  if (!p && width > 0) throw Error(std::string(fn) + ": argument '" + arg + "': expected a buffer, got null");
+}
+
+void check_adjoint_inputs(const char* fn, int nu, const void* q_in, const void* v_in, const void* action,
+                          const void* adj_q_out, const void* adj_v_out, const int32_t* status) {
+  for (const auto& [p, arg] : {std::pair<const void*, const char*>{q_in, "q_in"}, {v_in, "v_in"},
+                               {adj_q_out, "adj_q_out"}, {adj_v_out, "adj_v_out"}, {status, "status"}})
+    require(p, fn, arg);
+  require(action, fn, "action", nu);
+}
+
 void check_n_env(const char* what, int expected, int got) {
   if (expected != got)
     throw Error(std::string(what) + ": wrong number of environments: expected " + std::to_string(expected) +
@@ -99,46 +112,70 @@ View Simulator::param(const std::string& name) { return backend_->param(name); }
 std::vector<std::string> Simulator::param_names() const { return backend_->param_names(); }
 
 void Simulator::set_param(const std::string& name, const double* values, int len, int width) {
+  if (len > 0 && width > 0) require(values, "set_param", "values");
   backend_->set_param(name, values, len, width);
 }
 
 void Simulator::set_state(const double* q, const double* v, int n_env) {
   check_n_env("set_state", this->n_env(), n_env);
+  require(q, "set_state", "q");
+  require(v, "set_state", "v");
   backend_->set_state(q, v);
 }
 void Simulator::get_state(double* q, double* v, int n_env) const {
   check_n_env("get_state", this->n_env(), n_env);
+  require(q, "get_state", "q");
+  require(v, "get_state", "v");
   backend_->get_state(q, v);
 }
 void Simulator::set_action(const double* action, int n_env) {
   check_n_env("set_action", this->n_env(), n_env);
+  require(action, "set_action", "action", model().nu);
   backend_->set_action(action);
 }
 void Simulator::get_status(int32_t* status, int n_env) const {
   check_n_env("get_status", this->n_env(), n_env);
+  require(status, "get_status", "status");
   backend_->get_status(status);
 }
 
 void Simulator::step(int k) { backend_->step(k); }
 void Simulator::step_pure(const void* q_in, const void* v_in, const void* action, void* q_out, void* v_out,
                           int32_t* status) {
+  for (const auto& [p, arg] : {std::pair<const void*, const char*>{q_in, "q_in"}, {v_in, "v_in"}, {q_out, "q_out"},
+                               {v_out, "v_out"}, {status, "status"}})
+    require(p, "step_pure", arg);
+  require(action, "step_pure", "action", model().nu);
   backend_->step_pure(q_in, v_in, action, q_out, v_out, status);
 }
 void Simulator::step_adjoint(const void* q_in, const void* v_in, const void* action, const void* adj_q_out,
                              const void* adj_v_out, const Gradients& grads, int32_t* status, bool accumulate) {
+  check_adjoint_inputs("step_adjoint", model().nu, q_in, v_in, action, adj_q_out, adj_v_out, status);
   backend_->step_adjoint(q_in, v_in, action, 1, adj_q_out, adj_v_out, grads, status, accumulate);
 }
 void Simulator::step_adjoint_rows(const void* q_in, const void* v_in, const void* action, int rows,
                                   const void* adj_q_out, const void* adj_v_out, const Gradients& grads,
                                   int32_t* status) {
+  check_adjoint_inputs("step_adjoint_rows", model().nu, q_in, v_in, action, adj_q_out, adj_v_out, status);
+  if (rows < 1) throw Error("step_adjoint_rows: rows: expected >= 1, got " + std::to_string(rows));
   backend_->step_adjoint(q_in, v_in, action, rows, adj_q_out, adj_v_out, grads, status, false);
 }
-void Simulator::rollout(int horizon, const void* actions) { backend_->rollout(horizon, actions); }
+void Simulator::rollout(int horizon, const void* actions) {
+  require(actions, "rollout", "actions", model().nu);
+  backend_->rollout(horizon, actions);
+}
 void Simulator::rollout_backward(void* adj_q, void* adj_v, void* adj_actions, const Gradients& params) {
+  require(adj_q, "rollout_backward", "adj_q");
+  require(adj_v, "rollout_backward", "adj_v");
+  require(adj_actions, "rollout_backward", "adj_actions", model().nu);
   backend_->rollout_backward(adj_q, adj_v, adj_actions, params);
 }
 int Simulator::rollout_horizon() const { return backend_->rollout_horizon(); }
-void Simulator::reset(const int32_t* env_ids, int count) { backend_->reset(env_ids, count); }
+void Simulator::reset(const int32_t* env_ids, int count) {
+  if (count < 0) throw Error("reset: count: expected >= 0, got " + std::to_string(count));
+  if (count > 0) require(env_ids, "reset", "env_ids");
+  backend_->reset(env_ids, count);
+}
 void Simulator::reset_all() {
   std::vector<int32_t> ids(n_env());
   std::iota(ids.begin(), ids.end(), 0);

@@ -138,6 +138,44 @@ TEST(Validation, ResetOutOfRangeAndStepNegative) {
   expect_error([&] { sim.step(-1); }, {"step", "expected k >= 0, got -1"}, "step(-1)");
 }
 
+// Every entry point that takes caller buffers names a missing one (null) instead of crashing;
+// an empty one (width 0: no actuators) may be null.
+TEST(Validation, NullBuffersAreErrorsNotCrashes) {
+  const Model& m = anymal();
+  Simulator sim(m, opts(2));
+  std::vector<double> q(2 * m.nq), v(2 * m.nv), u(2 * m.nu);  // the simulator's dtype, float64
+  std::vector<int32_t> st(2);
+  Simulator::Gradients g;
+  const auto null_arg = [](const char* fn, const char* arg) {
+    return std::vector<std::string>{std::string(fn) + ": argument '" + arg + "': expected a buffer, got null"};
+  };
+  expect_error([&] { sim.set_state(nullptr, v.data(), 2); }, null_arg("set_state", "q"), "set_state q");
+  expect_error([&] { sim.get_state(q.data(), nullptr, 2); }, null_arg("get_state", "v"), "get_state v");
+  expect_error([&] { sim.set_action(nullptr, 2); }, null_arg("set_action", "action"), "set_action");
+  expect_error([&] { sim.get_status(nullptr, 2); }, null_arg("get_status", "status"), "get_status");
+  expect_error([&] { sim.set_param("friction", nullptr, 2, 1); }, null_arg("set_param", "values"), "set_param");
+  expect_error([&] { sim.step_pure(q.data(), v.data(), nullptr, q.data(), v.data(), st.data()); },
+               null_arg("step_pure", "action"), "step_pure action");
+  expect_error([&] { sim.step_pure(q.data(), v.data(), u.data(), nullptr, v.data(), st.data()); },
+               null_arg("step_pure", "q_out"), "step_pure q_out");
+  expect_error([&] { sim.step_adjoint(q.data(), v.data(), u.data(), nullptr, v.data(), g, st.data()); },
+               null_arg("step_adjoint", "adj_q_out"), "step_adjoint");
+  expect_error([&] { sim.step_adjoint_rows(q.data(), v.data(), u.data(), 2, q.data(), v.data(), g, nullptr); },
+               null_arg("step_adjoint_rows", "status"), "step_adjoint_rows");
+  expect_error([&] { sim.step_adjoint_rows(q.data(), v.data(), u.data(), 0, q.data(), v.data(), g, st.data()); },
+               {"step_adjoint_rows: rows: expected >= 1, got 0"}, "rows 0");
+  expect_error([&] { sim.rollout(3, nullptr); }, null_arg("rollout", "actions"), "rollout");
+  expect_error([&] { sim.rollout_backward(nullptr, v.data(), u.data(), g); }, null_arg("rollout_backward", "adj_q"),
+               "rollout_backward");
+  expect_error([&] { sim.reset(nullptr, 1); }, null_arg("reset", "env_ids"), "reset");
+  expect_error([&] { sim.reset(nullptr, -1); }, {"reset: count: expected >= 0, got -1"}, "reset count");
+  EXPECT_NO_THROW(sim.reset(nullptr, 0));
+
+  const Model cube = load_model(std::string(MOREAU_ASSETS_DIR) + "/robots/cube.json");  // nu = 0
+  Simulator free_body(cube, opts(2));
+  EXPECT_NO_THROW(free_body.set_action(nullptr, 2));
+}
+
 TEST(Validation, BadOptions) {
   const Model& m = anymal();
   expect_error([&] { Simulator s(m, opts(0)); }, {"n_env", "expected > 0, got 0"}, "n_env 0");
