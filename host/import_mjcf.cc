@@ -232,6 +232,7 @@ class MjcfParser {
     apply_totalmass();
     flush_warnings();
     cap_contacts(spec_);
+    note_unenforced_limits(spec_);
   }
 
   // ---- documents and includes ------------------------------------------------------------

@@ -370,6 +370,15 @@ TEST(ImportMjcf, ContypeAndConaffinityChooseTheGroundContacts) {
   EXPECT_TRUE(names(R"(<worldbody><geom type="plane" size="1 1 1" contype="0" conaffinity="0"/></worldbody>)").empty());
 }
 
+TEST(ImportMjcf, JointLimitsAreNotedAsNotEnforced) {
+  const RobotSpec s = parse(R"(<mujoco><compiler autolimits="true"/><worldbody><body name="a">
+      <joint name="hinge" range="-30 30"/><joint name="free_spin" axis="1 0 0"/><geom size="0.1"/></body>
+    </worldbody></mujoco>)");
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "1 joint(s) with position limits, stored but not enforced (moreau has no joint-limit "
+                           "constraint; docs/import.md): 'hinge'");
+}
+
 TEST(ImportMjcf, ContactFlagDisable) {
   const RobotSpec s = parse(R"(<mujoco><option><flag contact="disable"/></option><worldbody>
       <body name="a"><joint/><geom size="0.1"/></body></worldbody></mujoco>)");
