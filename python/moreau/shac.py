@@ -454,7 +454,9 @@ class SHAC:
         return stats
 
     # ---- training loop --------------------------------------------------------------
-    def train(self, iterations: Optional[int] = None) -> List[Dict]:
+    def train(self, iterations: Optional[int] = None, final: bool = True) -> List[Dict]:
+        """Runs ``iterations`` iterations (default ``cfg.iterations``) and saves model_final.pt after
+        them, or, with ``final=False`` (a run stopped before its end), model_<it>.pt."""
         n = self.cfg.iterations if iterations is None else int(iterations)
         logdir = self.logdir if distributed.is_main() else None  # rank 0 alone logs and saves
         writer = _writer(logdir)
@@ -485,7 +487,7 @@ class SHAC:
                 if logdir and self.cfg.save_interval > 0 and self.it % self.cfg.save_interval == 0:
                     self.save(os.path.join(logdir, f"model_{self.it}.pt"))
             if logdir:
-                self.save(os.path.join(logdir, "model_final.pt"))
+                self.save(os.path.join(logdir, "model_final.pt" if final else f"model_{self.it}.pt"))
         finally:
             if log is not None:
                 log.close()
@@ -638,6 +640,8 @@ def main(argv=None) -> int:
     p.add_argument("--critic-iterations", type=int, default=None, help="critic epochs per iteration (default 16)")
     p.add_argument("--grad-spike-ratio", type=float, default=None, help="skip the actor step when its gradient "
                    "norm exceeds this x the median of the last 50 iterations' (0 = off)")
+    p.add_argument("--until", type=int, default=None, help="stop after this iteration (the schedules still run "
+                   "over --iterations; a model_<it>.pt, not model_final.pt, is saved): a run to continue later")
     p.add_argument("--save-interval", type=int, default=100)
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --logdir "
                    "(a finished run, model_final.pt, is then not run again)")
@@ -693,7 +697,11 @@ def main(argv=None) -> int:
         os.makedirs(a.logdir, exist_ok=True)
         with open(os.path.join(a.logdir, "config.json"), "w") as f:
             json.dump({"args": vars(a), "config": dataclasses.asdict(cfg), "env": meta}, f, indent=2)
-    hist = agent.train(cfg.iterations - agent.it)
+    stop = cfg.iterations if a.until is None else min(a.until, cfg.iterations)
+    if agent.it >= stop:
+        say(f"moreau.shac: the run is at iteration {agent.it}, past --until {stop}")
+        return 0
+    hist = agent.train(stop - agent.it, final=stop == cfg.iterations)
     if hist:
         last = hist[-1]
         tm = agent.timers

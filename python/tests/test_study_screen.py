@@ -1,0 +1,71 @@
+"""moreau.studies.screen (a reliability screen of the walk preset) and moreau.shac --until."""
+import json
+import os
+import shutil
+
+import pytest
+
+from moreau.shac import main as shac_main
+from moreau.studies.screen import jump_iteration, main
+
+
+def _log(path, rewards, repeat_from=None):
+    rows = ["iteration,mean_reward"] + [f"{i + 1},{r}" for i, r in enumerate(rewards)]
+    if repeat_from is not None:  # a resume repeats the iterations since its checkpoint
+        rows += [f"{i + 1},{rewards[i]}" for i in range(repeat_from, len(rewards))]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_jump_iteration_is_where_the_trailing_mean_passes_the_threshold(tmp_path):
+    stand, trot = [0.016] * 300, [0.027] * 100
+    # the 50-iteration mean passes 0.02 once more than 4/11 of the window trots: at 300 + 19
+    assert jump_iteration(_log(tmp_path / "a.csv", stand + trot)) == 319
+    assert jump_iteration(_log(tmp_path / "b.csv", stand + trot, repeat_from=250)) == 319
+    assert jump_iteration(_log(tmp_path / "c.csv", stand + [0.05] * 5 + stand)) is None  # a blip is no jump
+    assert jump_iteration(_log(tmp_path / "d.csv", [0.03] * 49)) is None  # fewer than 50 iterations
+
+
+def test_until_stops_a_run_that_resumes_on_the_same_schedule(tmp_path):
+    logdir = tmp_path / "run"
+    base = ["--task", "cartpole", "--iterations", "4", "--num-envs", "8", "--horizon", "4", "--logdir", str(logdir),
+            "--no-progress", "--sim-threads", "1", "--resume", "auto"]
+    assert shac_main(base + ["--until", "2"]) == 0
+    assert (logdir / "model_2.pt").exists() and not (logdir / "model_final.pt").exists()
+    assert shac_main(base + ["--until", "2"]) == 0  # already there: nothing to do
+    assert len((logdir / "log.csv").read_text().splitlines()) == 3
+    assert shac_main(base) == 0  # on to the end of the 4-iteration schedule
+    assert (logdir / "model_final.pt").exists()
+    its = [int(r.split(",")[0]) for r in (logdir / "log.csv").read_text().splitlines()[1:]]
+    assert its == [1, 2, 3, 4]
+
+
+def test_screen_trains_copies_and_resumes(tmp_path):
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    args = ["--name", "tiny", "--seeds", "0", "1", "--until", "2", "--runs", str(runs), "--out", str(out), "--",
+            "--num-envs", "8", "--horizon", "4", "--save-interval", "1"]
+    assert main(args) == 0
+    summary = json.loads((out / "tiny" / "screen.json").read_text())
+    assert summary["finished"] == 2 and summary["jumped"] == 0  # 2 iterations: no 50-iteration window
+    assert summary["shac_args"][:2] == ["--num-envs", "8"]
+    assert sorted(os.listdir(out / "tiny" / "walk_s0")) == ["config.json", "log.csv", "model_2.pt"]
+    cfg = json.loads((out / "tiny" / "walk_s0" / "config.json").read_text())
+    assert cfg["config"]["horizon"] == 4 and cfg["env"]["task_preset"] == "trot_curriculum"
+    # a fresh clone: the runs folder is gone, the copies resume (to iteration 3 here)
+    shutil.rmtree(runs)
+    assert main([("3" if a == "2" else a) for a in args]) == 0
+    summary = json.loads((out / "tiny" / "screen.json").read_text())
+    assert [summary["seeds"][s]["iterations"] for s in ("0", "1")] == [3, 3]
+    assert sorted(os.listdir(out / "tiny" / "walk_s1"))[-1] == "model_3.pt"
+
+
+def test_screen_rejects_an_unknown_shac_option(tmp_path, capsys):
+    rc = main(["--name", "bad", "--seeds", "0", "--until", "1", "--runs", str(tmp_path / "r"), "--out",
+               str(tmp_path / "o"), "--", "--no-such-option", "1"])
+    assert rc == 1
+    assert "failed" in capsys.readouterr().err
+    assert "unrecognized arguments" in (tmp_path / "r" / "bad" / "walk_s0.out").read_text()
+
+
+if __name__ == "__main__":
+    raise SystemExit(pytest.main([__file__, "-q"]))
