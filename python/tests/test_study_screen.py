@@ -42,13 +42,17 @@ def test_until_stops_a_run_that_resumes_on_the_same_schedule(tmp_path):
 
 def test_screen_trains_copies_and_resumes(tmp_path):
     runs, out = tmp_path / "runs", tmp_path / "out"
-    args = ["--name", "tiny", "--seeds", "0", "1", "--until", "2", "--runs", str(runs), "--out", str(out), "--",
+    args = ["--name", "tiny", "--seeds", "0", "1", "--until", "2", "--runs", str(runs), "--out", str(out),
+            "--eval-envs", "2", "--eval-seconds", "0.2", "--",
             "--num-envs", "8", "--horizon", "4", "--save-interval", "1"]
     assert main(args) == 0
     summary = json.loads((out / "tiny" / "screen.json").read_text())
     assert summary["finished"] == 2 and summary["jumped"] == 0  # 2 iterations: no 50-iteration window
     assert summary["shac_args"][:2] == ["--num-envs", "8"]
-    assert sorted(os.listdir(out / "tiny" / "walk_s0")) == ["config.json", "log.csv", "model_2.pt"]
+    assert sorted(os.listdir(out / "tiny" / "walk_s0")) == ["config.json", "curve_hard.json", "log.csv", "model_2.pt"]
+    s0 = summary["seeds"]["0"]
+    assert s0["eval_iteration"] == 2 and s0["hard_lin_vel_error"] > 0 and s0["trotting"] in (True, False)
+    assert summary["trotting"] == sum(summary["seeds"][s]["trotting"] for s in ("0", "1"))
     cfg = json.loads((out / "tiny" / "walk_s0" / "config.json").read_text())
     assert cfg["config"]["horizon"] == 4 and cfg["env"]["task_preset"] == "trot_curriculum"
     # a fresh clone: the runs folder is gone, the copies resume (to iteration 3 here)
@@ -56,6 +60,7 @@ def test_screen_trains_copies_and_resumes(tmp_path):
     assert main([("3" if a == "2" else a) for a in args]) == 0
     summary = json.loads((out / "tiny" / "screen.json").read_text())
     assert [summary["seeds"][s]["iterations"] for s in ("0", "1")] == [3, 3]
+    assert [summary["seeds"][s]["eval_iteration"] for s in ("0", "1")] == [3, 3]
     assert sorted(os.listdir(out / "tiny" / "walk_s1"))[-1] == "model_3.pt"
 
 

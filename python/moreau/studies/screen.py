@@ -8,9 +8,13 @@ The README's reliability question (issue 12: the shipped preset must reach the t
 the outcome was decided much earlier: a seed either "jumps" from standing (mean step reward
 ≈ 0.016) to trotting (≈ 0.027) or stays standing, and every seed that jumped reached the bar.
 So a screen trains each seed to ``--until`` (default 600: the end of the fixed-command warm-up
-plus 100 iterations, with the schedules of the full 2,500-iteration run) and reports the jump:
-the first iteration where the mean step reward averaged over the last 50 iterations exceeds
-0.02. Runs are resumable (``--resume auto``); each seed's log and newest checkpoint are copied
+plus 100 iterations, with the schedules of the full 2,500-iteration run) and reports two signs
+of the jump: the first iteration where the mean step reward averaged over the last 50
+iterations exceeds 0.02 (a training statistic: exploration noise lowers it), and the planar
+tracking error of the deterministic policy at ``--until`` under hard contact with
+moreau.learning_curve's protocol (standing scores 0.72-0.81 m/s; the seeds that jumped by
+iteration 600 scored 0.24-0.32 there), counted as trotting below ``TROTTING`` = 0.5 m/s.
+Runs are resumable (``--resume auto``); each seed's log and newest checkpoint are copied
 to ``--out``/<name>/walk_s<seed>/ with a ``screen.json`` summary, so a promising configuration
 goes on to the bar with ``moreau.shac --resume`` from there.
 """
@@ -26,10 +30,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
+from ..learning_curve import checkpoints
+
 __all__ = ["jump_iteration", "summarize", "main"]
 
 THRESHOLD = 0.02  # between standing's mean step reward (≈ 0.016) and a trot's (≈ 0.027)
 WINDOW = 50
+TROTTING = 0.5    # [m/s] planar error under hard contact: standing 0.72-0.81, trotting seeds at 600 0.24-0.32
 
 
 def _mean_rewards(log_csv: str) -> Dict[int, float]:
@@ -54,8 +61,9 @@ def jump_iteration(log_csv: str, threshold: float = THRESHOLD, window: int = WIN
 
 
 def summarize(run_dirs: Dict[int, str], until: int) -> Dict:
-    """Per seed: iterations run, the jump iteration and the last 50 iterations' mean step reward;
-    of the seeds trained to ``until``, how many jumped."""
+    """Per seed: iterations run, the jump iteration, the last 50 iterations' mean step reward and
+    the newest evaluation in curve_hard.json; of the seeds trained to ``until``, how many jumped
+    and how many trot."""
     seeds = {}
     for seed, d in sorted(run_dirs.items()):
         log = os.path.join(d, "log.csv")
@@ -65,18 +73,23 @@ def summarize(run_dirs: Dict[int, str], until: int) -> Dict:
         rew = _mean_rewards(log)
         its = sorted(rew)
         tail = [rew[i] for i in its[-WINDOW:]]
-        seeds[str(seed)] = {"iterations": its[-1], "jump_iteration": jump_iteration(log),
-                            "last_mean_reward": sum(tail) / len(tail)}
+        row = {"iterations": its[-1], "jump_iteration": jump_iteration(log), "last_mean_reward": sum(tail) / len(tail)}
+        curve = os.path.join(d, "curve_hard.json")
+        if os.path.exists(curve):
+            last = max(json.load(open(curve)), key=lambda r: r["iteration"])
+            row.update(eval_iteration=last["iteration"], hard_lin_vel_error=last["lin_vel_error"],
+                       hard_yaw_rate_error=last["yaw_rate_error"], hard_falls_per_minute=last["falls_per_minute"],
+                       trotting=last["lin_vel_error"] < TROTTING)
+        seeds[str(seed)] = row
     done = [s for s in seeds.values() if s["iterations"] >= until]
-    jumped = [s for s in done if s.get("jump_iteration") is not None]
-    return {"until": until, "threshold": THRESHOLD, "window": WINDOW, "seeds": seeds,
-            "finished": len(done), "jumped": len(jumped)}
+    return {"until": until, "threshold": THRESHOLD, "window": WINDOW, "trotting_below": TROTTING, "seeds": seeds,
+            "finished": len(done), "jumped": sum(s["jump_iteration"] is not None for s in done),
+            "trotting": sum(bool(s.get("trotting")) for s in done)}
 
 
 def _copy_state(run_dir: str, dest: str) -> None:
-    from ..learning_curve import checkpoints
     os.makedirs(dest, exist_ok=True)
-    for f in ("config.json", "log.csv"):
+    for f in ("config.json", "log.csv", "curve_hard.json"):
         if os.path.exists(os.path.join(run_dir, f)):
             shutil.copy2(os.path.join(run_dir, f), dest)
     cks = checkpoints(run_dir)
@@ -103,7 +116,9 @@ def main(argv=None) -> int:
     p.add_argument("--runs", default="runs/screen", help="where the runs train (default runs/screen)")
     p.add_argument("--out", default="results/shac_walk/ablations",
                    help="where logs, newest checkpoints and screen.json go (default results/shac_walk/ablations)")
-    p.add_argument("--report", action="store_true", help="no training: the summary of what is there")
+    p.add_argument("--report", action="store_true", help="no training: evaluate what is there and summarize it")
+    p.add_argument("--eval-envs", type=int, default=128, help="environments of the evaluation (default 128)")
+    p.add_argument("--eval-seconds", type=float, default=20.0, help="its length (default 20 s)")
     a = p.parse_args(argv)
     dirs = {s: os.path.join(a.runs, a.name, f"walk_s{s}") for s in a.seeds}
     out = os.path.join(a.out, a.name)
@@ -115,27 +130,34 @@ def main(argv=None) -> int:
     def one(seed: int) -> int:
         d = dirs[seed]
         os.makedirs(d, exist_ok=True)
-        cmd = [sys.executable, "-m", "moreau.shac", "--preset", a.preset, "--seed", str(seed), "--logdir", d,
-               "--sim-threads", "1", "--torch-threads", "1", "--resume", "auto", "--until", str(a.until),
-               "--no-progress"] + extra
+        train = [sys.executable, "-m", "moreau.shac", "--preset", a.preset, "--seed", str(seed), "--logdir", d,
+                 "--sim-threads", "1", "--torch-threads", "1", "--resume", "auto", "--until", str(a.until),
+                 "--no-progress"] + extra
+        evaluate = [sys.executable, "-m", "moreau.learning_curve", d, "--last", "--contact", "hard",
+                    "--sim-threads", "1", "--plot", "none", "--num-envs", str(a.eval_envs),
+                    "--seconds", str(a.eval_seconds)]  # cached in curve_hard.json: evaluated once
         with open(d + ".out", "a") as f:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+            def run(cmd):
+                env = dict(os.environ, OMP_NUM_THREADS="1")
+                return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
+            rc = 0 if a.report else run(train)
+            if rc == 0 and checkpoints(d):
+                rc = run(evaluate)
         _copy_state(d, os.path.join(out, f"walk_s{seed}"))
         return rc
 
-    rcs = []
-    if not a.report:
-        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
-            rcs = list(pool.map(one, a.seeds))
+    with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        rcs = list(pool.map(one, a.seeds))
     summary = dict(summarize(dirs, a.until), name=a.name, preset=a.preset, shac_args=extra)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "screen.json"), "w") as f:
         json.dump(summary, f, indent=2)
-    print(f"{a.name} ({a.preset} {' '.join(extra)}): {summary['jumped']} of {summary['finished']} finished seeds "
-          f"jumped by iteration {a.until}")
+    print(f"{a.name} ({a.preset} {' '.join(extra)}): of {summary['finished']} seeds at iteration {a.until}, "
+          f"{summary['jumped']} jumped (mean step reward), {summary['trotting']} trot (hard-contact evaluation)")
     for s, r in summary["seeds"].items():
-        print(f"  seed {s}: {r['iterations']} iterations, jump {r.get('jump_iteration')}, "
-              f"last mean step reward {r.get('last_mean_reward', float('nan')):.4f}")
+        print(f"  seed {s}: {r['iterations']} iterations, jump {r.get('jump_iteration')}, last mean step reward "
+              f"{r.get('last_mean_reward', float('nan')):.4f}, planar error under hard contact "
+              f"{r.get('hard_lin_vel_error', float('nan')):.3f} m/s")
     failed = [s for s, rc in zip(a.seeds, rcs) if rc != 0]
     if failed:
         print(f"moreau.studies.screen: seeds {failed} failed (see {a.runs}/{a.name}/walk_s<seed>.out)", file=sys.stderr)
