@@ -1,6 +1,7 @@
 // moreau cuda — CUDA backend: one environment per thread, a whole control step (decimation
 // physics steps) per launch with the state kept on chip between physics steps.
 #include <cstdlib>
+#include <type_traits>
 
 #include "cuda/cuda_check.h"
 #include "host/typed_backend.h"
@@ -10,31 +11,31 @@ namespace {
 
 constexpr int kBlock = 128;
 
-template <class S>
-__global__ void control_step_fwd_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+template <class S, class D>
+__global__ void control_step_fwd_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                         kern::Batch<S> b, int k) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
   if (env >= b.n_env) return;
   for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
 }
 
-template <class S>
-__global__ void pure_step_fwd_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+template <class S, class D>
+__global__ void pure_step_fwd_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                      kern::PureStep<S> io) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
   if (env < io.n_env) kern::pure_step(m, cfg, p, io, env);
 }
 
-template <class S>
-__global__ void pure_step_adj_kernel(kern::ModelView<S> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+template <class S, class D>
+__global__ void pure_step_adj_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                      kern::PureStep<S> io) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
-  kern::AdjTape<S> tape;  // one: the physics steps are recomputed from checkpoints
+  kern::AdjTape<S, D> tape;  // one: the physics steps are recomputed from checkpoints
   if (env < io.n_env) kern::adj_pure_step(m, cfg, p, io, env, &tape, 1);
 }
 
 template <class S>
-__global__ void reset_kernel(kern::ModelView<S> m, kern::Batch<S> b, const int32_t* env_ids, int count) {
+__global__ void reset_kernel(kern::ModelArrays<S> m, kern::Batch<S> b, const int32_t* env_ids, int count) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) kern::reset_env(m, b, env_ids[i]);
 }
@@ -135,20 +136,26 @@ class CudaBackend : public TypedBackend<float> {
 
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
-    control_step_fwd_kernel<float><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, cfg, p, b, k);
-    check_launch(control_step_fwd_kernel<float>, "step", stream());
+    kern::with_dims(m, [&](const auto& md) {
+      using D = typename std::decay_t<decltype(md)>::Dims;
+      control_step_fwd_kernel<float, D><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(md, cfg, p, b, k);
+      check_launch(control_step_fwd_kernel<float, D>, "step", stream());
+    });
   }
   int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
     const int blocks = (io.n_env + kBlock - 1) / kBlock;
-    if (adjoint) {
-      pure_step_adj_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
-      check_launch(pure_step_adj_kernel<float>, "adjoint", stream());
-    } else {
-      pure_step_fwd_kernel<float><<<blocks, kBlock, 0, stream()>>>(m, cfg, p, io);
-      check_launch(pure_step_fwd_kernel<float>, "step_pure", stream());
-    }
+    kern::with_dims(m, [&](const auto& md) {
+      using D = typename std::decay_t<decltype(md)>::Dims;
+      if (adjoint) {
+        pure_step_adj_kernel<float, D><<<blocks, kBlock, 0, stream()>>>(md, cfg, p, io);
+        check_launch(pure_step_adj_kernel<float, D>, "adjoint", stream());
+      } else {
+        pure_step_fwd_kernel<float, D><<<blocks, kBlock, 0, stream()>>>(md, cfg, p, io);
+        check_launch(pure_step_fwd_kernel<float, D>, "step_pure", stream());
+      }
+    });
   }
   // The ids go to a device buffer kept between calls and grown on demand: no allocation, and
   // no cudaFree (which waits for the whole device), per reset.

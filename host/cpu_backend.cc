@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include <unistd.h>
@@ -57,9 +58,11 @@ class CpuBackend : public TypedBackend<S> {
  protected:
   void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
                    const kern::Batch<S>& b, int k) override {
-    pool_.parallel_for(b.n_env, [&](int begin, int end) {
-      for (int env = begin; env < end; ++env)
-        for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
+    kern::with_dims(m, [&](const auto& md) {
+      pool_.parallel_for(b.n_env, [&](int begin, int end) {
+        for (int env = begin; env < end; ++env)
+          for (int s = 0; s < k; ++s) kern::control_step(md, cfg, p, b, env);
+      });
     });
   }
   int max_adjoint_rows() const override { return kMaxRows; }
@@ -67,28 +70,33 @@ class CpuBackend : public TypedBackend<S> {
                    const kern::PureStep<S>& io, bool adjoint) override {
     const int n_steps = m.decimation * cfg.substeps, chosen = this->options().adjoint_tapes;
     const int n_tapes = std::min(n_steps, chosen > 0 ? chosen : kMaxTapes);
-    pool_.parallel_for(io.n_env, [&](int begin, int end) {
-      // one tape per physics step, kept by each thread across calls
-      thread_local std::vector<kern::AdjTape<S>> tapes;
-      if (adjoint && static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
-      if (adjoint && io.rows > 1) {
-        for (int e0 = begin; e0 < end; e0 += kGroup) rows_group(m, cfg, p, io, e0, std::min(kGroup, end - e0), tapes.data(), n_tapes);
-        return;
-      }
-      for (int env = begin; env < end; ++env) {
-        if (adjoint) {
-          kern::adj_pure_step(m, cfg, p, io, env, tapes.data(), n_tapes);
-        } else {
-          kern::pure_step(m, cfg, p, io, env);
+    kern::with_dims(m, [&](const auto& md) {
+      using D = typename std::decay_t<decltype(md)>::Dims;
+      pool_.parallel_for(io.n_env, [&](int begin, int end) {
+        // one tape per physics step, kept by each thread across calls
+        thread_local std::vector<kern::AdjTape<S, D>> tapes;
+        if (adjoint && static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
+        if (adjoint && io.rows > 1) {
+          for (int e0 = begin; e0 < end; e0 += kGroup)
+            rows_group(md, cfg, p, io, e0, std::min(kGroup, end - e0), tapes.data(), n_tapes);
+          return;
         }
-      }
+        for (int env = begin; env < end; ++env) {
+          if (adjoint) {
+            kern::adj_pure_step(md, cfg, p, io, env, tapes.data(), n_tapes);
+          } else {
+            kern::pure_step(md, cfg, p, io, env);
+          }
+        }
+      });
     });
   }
   // Adjoint rows (step_adjoint_rows) of environments e0 .. e0 + g − 1: the stacked buffers are
   // strided by n_env, so they are copied to and from a field-major batch of g ≤ kGroup
   // environments (one cache line per element) and the kernel runs on that.
-  static void rows_group(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
-                         const kern::PureStep<S>& io, int e0, int g, kern::AdjTape<S>* tapes, int n_tapes) {
+  template <class D>
+  static void rows_group(const kern::ModelView<S, D>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
+                         const kern::PureStep<S>& io, int e0, int g, kern::AdjTape<S, D>* tapes, int n_tapes) {
     const int n = io.n_env, rows = io.rows, nq = m.nq, nv = m.nv, nu = m.nu;
     thread_local std::vector<S> buf;
     buf.resize(static_cast<size_t>(kGroup) * (nq + nv + nu + 2 * rows * (nq + nv) + rows * (3 * nu + 4)));
@@ -131,7 +139,7 @@ class CpuBackend : public TypedBackend<S> {
     for (kern::Param<S>* x : {&pg.kp, &pg.kd, &pg.added_base_mass, &pg.friction, &pg.contact_kn, &pg.contact_kd,
                               &pg.contact_zeta, &pg.smooth_k, &pg.smooth_gmax})
       if (x->len > 1) x->data += e0;
-    for (int e = 0; e < g; ++e) kern::adj_pure_step<S, kMaxRows>(m, cfg, pg, b, e, tapes, n_tapes);
+    for (int e = 0; e < g; ++e) kern::adj_pure_step<S, D, kMaxRows>(m, cfg, pg, b, e, tapes, n_tapes);
     auto back = [&](S* dst, const S* local, int width) {
       if (!dst) return;
       for (int k = 0; k < width; ++k)

@@ -11,9 +11,6 @@
 namespace moreau {
 namespace kern {
 
-// Contacts a solve can hold at once (the model may have more candidate points).
-constexpr int kMaxActive = 16;
-
 // The ground: height and unit normal at (x, y). The plane z = 0 for now; a heightfield can
 // replace it without touching the solvers.
 template <class S>
@@ -22,17 +19,17 @@ struct PlaneGround {
   MOREAU_HD Vec3<S> normal(S /*x*/, S /*y*/) const { return {0, 0, 1}; }
 };
 
-template <class S>
+template <class S, class D = MaxDims>
 struct ContactScratch {
   int n;                         // active contacts
-  int con[kMaxActive];           // their model contact index
-  S gap[kMaxActive];
-  S w[kMaxActive];               // smooth gate w(g); 1 otherwise
-  S J[3 * kMaxActive * kMaxNv];  // rows (n, t1, t2) of each contact, row stride nv
-  S Y[3 * kMaxActive * kMaxNv];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r]
-  S G[9 * kMaxActive * kMaxActive];  // Delassus matrix, row stride 3n
-  S c[3 * kMaxActive];
-  S P[3 * kMaxActive];
+  int con[D::kActive];           // their model contact index
+  S gap[D::kActive];
+  S w[D::kActive];               // smooth gate w(g); 1 otherwise
+  S J[3 * D::kActive * D::kNv];  // rows (n, t1, t2) of each contact, row stride nv
+  S Y[3 * D::kActive * D::kNv];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r]
+  S G[9 * D::kActive * D::kActive];  // Delassus matrix, row stride 3n
+  S c[3 * D::kActive];
+  S P[3 * D::kActive];
 };
 
 // w(g) = 1 / (1 + exp(clamp(k g, −100, 50)))
@@ -43,8 +40,8 @@ MOREAU_HD S smooth_gate(S k, S g) {
 
 // Body frames relative to the root's translation: world orientation, origin minus the base
 // position. Positions in the Jacobians stay small however far the robot has walked.
-template <class S>
-MOREAU_HD void relative_world_transforms(const ModelView<S>& m, const Workspace<S>& ws, Transform<S>* X0) {
+template <class S, class D>
+MOREAU_HD void relative_world_transforms(const ModelView<S, D>& m, const Workspace<S, D>& ws, Transform<S>* X0) {
   for (int i = 0; i < m.nbody; ++i) {
     const int par = m.body_parent[i];
     if (par >= 0) {
@@ -68,8 +65,8 @@ MOREAU_HD void tangents(const Vec3<S>& n, Vec3<S>& t1, Vec3<S>& t2) {
 // Rows J (3 x nv, frame rows n, t1, t2) of the velocity of point p (relative coordinates) on
 // body b: for each dof d of an ancestor j with S_d = (a, l) in j's frame,
 // ω = R_j a, v_p = R_j l + ω × (p − o_j).
-template <class S>
-MOREAU_HD void point_jacobian(const ModelView<S>& m, const Workspace<S>& ws, const Transform<S>* X0, int b,
+template <class S, class D>
+MOREAU_HD void point_jacobian(const ModelView<S, D>& m, const Workspace<S, D>& ws, const Transform<S>* X0, int b,
                               const Vec3<S>& p, const Vec3<S>* frame, S* J) {
   for (int k = 0; k < 3 * m.nv; ++k) J[k] = 0;
   for (int j = b; j >= 0; j = m.body_parent[j]) {
@@ -84,10 +81,10 @@ MOREAU_HD void point_jacobian(const ModelView<S>& m, const Workspace<S>& ws, con
 
 // Candidates at q_M: gaps of every contact point into con_gap (may be null), and the active
 // set with Jacobians. A point enters when its gap ≤ `threshold`.
-template <class S, class Ground>
-MOREAU_HD void contact_candidates(const ModelView<S>& m, const Workspace<S>& ws, const S* qM, const Ground& ground,
-                                  S threshold, ContactScratch<S>& cs, S* gaps) {
-  Transform<S> X0[kMaxBodies];
+template <class S, class D, class Ground>
+MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground& ground,
+                                  S threshold, ContactScratch<S, D>& cs, S* gaps) {
+  Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
   cs.n = 0;
@@ -100,7 +97,7 @@ MOREAU_HD void contact_candidates(const ModelView<S>& m, const Workspace<S>& ws,
     // gap along the normal from the ground point (x, y, height) to the sphere surface
     const S gap = (centre.z + base.z - ground.height(x, y)) * frame[0].z - m.con_radius[k];
     if (gaps) gaps[k] = gap;
-    if (gap > threshold || cs.n == kMaxActive) continue;
+    if (gap > threshold || cs.n == D::kActive) continue;
     tangents(frame[0], frame[1], frame[2]);
     const Vec3<S> p = centre - m.con_radius[k] * frame[0];
     const int i = cs.n++;
@@ -113,17 +110,17 @@ MOREAU_HD void contact_candidates(const ModelView<S>& m, const Workspace<S>& ws,
 
 // Adjoint of the contact kinematics (contact_candidates' gaps and point_jacobian's rows) for
 // the active contacts: adj_J (3n x nv) and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM.
-template <class S>
-MOREAU_HD void adj_contact_kinematics(const ModelView<S>& m, const Workspace<S>& ws, const ContactScratch<S>& cs,
-                                      const S* adj_J, const S* adj_gap, S* adj_qM, AdjWorkspace<S>& aw) {
-  Transform<S> X0[kMaxBodies], adj_X0[kMaxBodies];
+template <class S, class D>
+MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
+                                      const S* adj_J, const S* adj_gap, S* adj_qM, AdjWorkspace<S, D>& aw) {
+  Transform<S> X0[D::kBodies], adj_X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
   const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
   const Vec3<S> z3{0, 0, 0};
   for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, z3};
   // each dof's world-frame columns l = E_jᵀ S.v and ω = E_jᵀ S.w, and their adjoints summed
   // over the contacts
-  Vec3<S> omega[kMaxNv], adj_l[kMaxNv], adj_omega[kMaxNv];
+  Vec3<S> omega[D::kNv], adj_l[D::kNv], adj_omega[D::kNv];
   for (int j = 0; j < m.nbody; ++j)
     for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
       omega[d] = mul_t(X0[j].E, ws.Sdof[d].w);
@@ -180,8 +177,8 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S>& m, const Workspace<S>&
 // three are zero: a point's rows vanish outside its body's ancestors, and the solve only moves
 // values towards the root, so those dofs stay zero (a foot touches the base's 6 and its leg's 3
 // of ANYmal's 18 dofs).
-template <class S>
-MOREAU_HD void ltl_solve_t3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* x2) {
+template <class S, class D>
+MOREAU_HD void ltl_solve_t3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, S* x2) {
   const int nv = m.nv;
   for (int i = nv - 1; i >= 0; --i) {
     if (x0[i] == 0 && x1[i] == 0 && x2[i] == 0) continue;
@@ -198,8 +195,8 @@ MOREAU_HD void ltl_solve_t3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* 
 
 // x_a ← L⁻¹ x_a for three vectors at once (ltl_solve_l of kernels/dynamics.h, three independent
 // chains for the pipeline).
-template <class S>
-MOREAU_HD void ltl_solve_l3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* x2) {
+template <class S, class D>
+MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, S* x2) {
   const int nv = m.nv;
   for (int i = 0; i < nv; ++i) {
     S a = x0[i], b = x1[i], c = x2[i];
@@ -217,8 +214,8 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S>& m, const S* L, S* x0, S* x1, S* 
 }
 
 // c = J v: the active contacts' velocities at v.
-template <class S>
-MOREAU_HD void contact_velocity(const ModelView<S>& m, const S* v, ContactScratch<S>& cs) {
+template <class S, class D>
+MOREAU_HD void contact_velocity(const ModelView<S, D>& m, const S* v, ContactScratch<S, D>& cs) {
   for (int r = 0; r < 3 * cs.n; ++r) {
     S c = 0;
     for (int d = 0; d < m.nv; ++d) c += cs.J[r * m.nv + d] * v[d];
@@ -228,8 +225,8 @@ MOREAU_HD void contact_velocity(const ModelView<S>& m, const S* v, ContactScratc
 
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
 // adjoint); c = J v.
-template <class S>
-MOREAU_HD void delassus(const ModelView<S>& m, const S* L, const S* v, ContactScratch<S>& cs) {
+template <class S, class D>
+MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, ContactScratch<S, D>& cs) {
   const int nv = m.nv, nr = 3 * cs.n;
   S* Y = cs.Y;
   contact_velocity(m, v, cs);
@@ -280,15 +277,15 @@ MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_norma
 // function of the current problem only.
 // Residual: the largest contact_violation of a sweep (each contact measured before its update)
 // [m/s]. Returns the number of sweeps; *residual gets the last residual.
-template <class S>
-MOREAU_HD int pgs_solve(ContactScratch<S>& cs, S mu, bool fixed_normal, int max_iterations, S tolerance,
+template <class S, class D>
+MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int max_iterations, S tolerance,
                         S* residual) {
   const int nr = 3 * cs.n;
   const S tiny = S(1e-12);
   for (int r = 0; r < nr; ++r)
     if (!fixed_normal || r % 3 != 0) cs.P[r] = 0;
   // per contact: B_i (symmetric, stored 00 01 02 11 12 22; zero when singular) and the step r_i
-  S Binv[6 * kMaxActive], step[kMaxActive];
+  S Binv[6 * D::kActive], step[D::kActive];
   for (int i = 0; i < cs.n; ++i) {
     const S* Gii = cs.G + 3 * i * nr + 3 * i;
     const S a = Gii[0], b = Gii[1], c = Gii[2], d = Gii[nr + 1], e = Gii[nr + 2], f = Gii[2 * nr + 2];
@@ -439,23 +436,23 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // slip velocity is non-zero). adj_pgs_setup does the seed-independent part (γ, the classes, M
 // and the factors of Mᵀ or of M Mᵀ + δ); adj_pgs_solve returns false if neither could be
 // factorised.
-template <class S>
+template <class S, class D = MaxDims>
 struct PgsAdjoint {
-  S gamma[3 * kMaxActive];
-  int cls[kMaxActive];
-  S Mt[9 * kMaxActive * kMaxActive];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
-  S LU[9 * kMaxActive * kMaxActive];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
-  int piv[3 * kMaxActive];
+  S gamma[3 * D::kActive];
+  int cls[D::kActive];
+  S Mt[9 * D::kActive * D::kActive];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
+  S LU[9 * D::kActive * D::kActive];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
+  int piv[3 * D::kActive];
   bool direct;
   bool ok;
 };
 
-template <class S>
-MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_normal, PgsAdjoint<S>& pa) {
+template <class S, class D>
+MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, PgsAdjoint<S, D>& pa) {
   const int n = cs.n, nr = 3 * n;
   S* gamma = pa.gamma;
   // γ = (W ∘ G) P + c, W_rs = 1 within a contact's block and w_j for s in another block j
-  S wr[3 * kMaxActive];  // w of each row's contact
+  S wr[3 * D::kActive];  // w of each row's contact
   for (int s = 0; s < nr; ++s) wr[s] = cs.w[s / 3];
   for (int r = 0; r < nr; ++r) {
     const S* Gr = cs.G + r * nr;
@@ -473,7 +470,7 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_norma
   }
   for (int r = 0; r < nr; ++r) {
     const int i = r / 3, a = r % 3, o = 3 * i;
-    S row[3 * kMaxActive];
+    S row[3 * D::kActive];
     for (int s = 0; s < nr; ++s) row[s] = 0;
     // += k ∂γ_rb/∂P = k (W ∘ G)_rb
     auto add_wg = [&](int rb, S k) {
@@ -526,14 +523,14 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S>& cs, S mu, bool fixed_norma
   pa.ok = lu_factor(A, pa.piv, nr);
 }
 
-template <class S>
-MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_normal, const PgsAdjoint<S>& pa,
+template <class S, class D>
+MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, const PgsAdjoint<S, D>& pa,
                              const S* adj_P, S* adj_gamma, S* adj_w, S& adj_mu, S* adj_pn) {
   if (!pa.ok) return false;
   const int n = cs.n, nr = 3 * n;
   const S* gamma = pa.gamma;
   const int* cls = pa.cls;
-  S y[3 * kMaxActive];  // Mᵀ y = P̄, or (M Mᵀ + δ) y = M P̄
+  S y[3 * D::kActive];  // Mᵀ y = P̄, or (M Mᵀ + δ) y = M P̄
   for (int a = 0; a < nr; ++a) y[a] = pa.direct ? adj_P[a] : S(0);
   if (!pa.direct)
     for (int k = 0; k < nr; ++k)
@@ -581,8 +578,8 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S>& cs, S mu, bool fixed_norma
 // tangential load inside the cone is held exactly at any step size. (The seed's explicit rule
 // P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖ stopped only part of the sliding per step when the
 // feet are coupled through the body: a standing quadruped's feet crept apart and it sank.)
-template <class S>
-MOREAU_HD void soft_normal_impulses(const ModelView<S>& m, const S* v_k, ContactScratch<S>& cs, S h, S kn,
+template <class S, class D>
+MOREAU_HD void soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, ContactScratch<S, D>& cs, S h, S kn,
                                     S kd_given, S zeta) {
   const int nr = 3 * cs.n;
   for (int i = 0; i < cs.n; ++i) {
@@ -596,8 +593,8 @@ MOREAU_HD void soft_normal_impulses(const ModelView<S>& m, const S* v_k, Contact
 
 // Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows), adj_v_k,
 // adj_gnn (n: the diagonal normal entries G_nn, through m_eff) and adj_kn.
-template <class S>
-MOREAU_HD void adj_soft_normal_impulses(const ModelView<S>& m, const S* v_k, const ContactScratch<S>& cs, S h, S kn,
+template <class S, class D>
+MOREAU_HD void adj_soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, const ContactScratch<S, D>& cs, S h, S kn,
                                         S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
                                         S* adj_gnn, S& adj_kn) {
   const int nr = 3 * cs.n, nv = m.nv;
@@ -645,10 +642,10 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
 // Keeps the active contacts with gap ≤ threshold, in order, and sets c = J v: their rows of J
 // and Y and their block of G are the numbers contact_candidates and delassus give for that set
 // at the same q_M (every candidate below threshold must be in cs: not a truncated set).
-template <class S>
-MOREAU_HD void restrict_active(const ModelView<S>& m, S threshold, const S* v, ContactScratch<S>& cs) {
+template <class S, class D>
+MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v, ContactScratch<S, D>& cs) {
   const int nv = m.nv, nr0 = 3 * cs.n;
-  int keep[kMaxActive], n = 0;
+  int keep[D::kActive], n = 0;
   for (int i = 0; i < cs.n; ++i)
     if (cs.gap[i] <= threshold) keep[n++] = i;
   // every index moves down or stays, in increasing order: in place
@@ -676,10 +673,10 @@ MOREAU_HD void restrict_active(const ModelView<S>& m, S threshold, const S* v, C
 // the step (the soft model's explicit velocity); gaps of all points go to `gaps` (may be null).
 // With `from_active`, the active set comes from the one in cs, a solve at the same q_M and
 // v_free whose threshold was at least this mode's (restrict_active), instead of from scratch.
-template <class S, class Ground>
-MOREAU_HD ContactResult<S> contact_solve(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+template <class S, class D, class Ground>
+MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                          int env, int mode, const S* qM, const S* v_k, S h, const Ground& ground,
-                                         Workspace<S>& ws, ContactScratch<S>& cs, const S* v_free, S* gaps,
+                                         Workspace<S, D>& ws, ContactScratch<S, D>& cs, const S* v_free, S* gaps,
                                          bool from_active = false) {
   ContactResult<S> result{0, 0, S(0)};
   const S mu = p.friction.get(env);
@@ -706,8 +703,8 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S>& m, const ContactSet
 }
 
 // x = H⁻¹ Jᵀ (w ∘ P): the velocity the solve's impulses add.
-template <class S>
-MOREAU_HD void impulse_velocity(const ModelView<S>& m, const Workspace<S>& ws, const ContactScratch<S>& cs, S* x) {
+template <class S, class D>
+MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
   for (int d = 0; d < m.nv; ++d) x[d] = 0;
   for (int r = 0; r < 3 * cs.n; ++r)
     for (int d = 0; d < m.nv; ++d) x[d] += cs.J[r * m.nv + d] * cs.w[r / 3] * cs.P[r];
@@ -716,14 +713,14 @@ MOREAU_HD void impulse_velocity(const ModelView<S>& m, const Workspace<S>& ws, c
 
 // The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ (w ∘ P). Writes
 // per-point contact information when `gaps` / `impulses` / `active` are not null.
-template <class S, class Ground>
-MOREAU_HD ContactResult<S> contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+template <class S, class D, class Ground>
+MOREAU_HD ContactResult<S> contact_stage(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                          int env, const S* qM, const S* v_k, S h, const Ground& ground,
-                                         Workspace<S>& ws, ContactScratch<S>& cs, S* v, S* gaps, S* impulses,
+                                         Workspace<S, D>& ws, ContactScratch<S, D>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
   const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
   if (cs.n > 0) {
-    S x[kMaxNv];
+    S x[D::kNv];
     impulse_velocity(m, ws, cs, x);
     for (int d = 0; d < m.nv; ++d) v[d] += x[d];
   }
@@ -757,19 +754,19 @@ MOREAU_HD bool contact_blocks(int grad_mode) { return grad_mode == kContactSmoot
 MOREAU_HD int contact_grad_mode(int mode) { return mode == kContactHardSmoothGrad ? kContactSmooth : mode; }
 
 // The seed-independent part of adj_contact_stage, from the solve in cs (adj_contact_setup).
-template <class S>
+template <class S, class D = MaxDims>
 struct ContactAdjoint {
-  S K[3 * kMaxActive * kMaxNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r] (contact_blocks modes only)
-  S x[kMaxNv];                   // H⁻¹ Jᵀ P_app, P_app = w ∘ P
-  PgsAdjoint<S> pgs;
+  S K[3 * D::kActive * D::kNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r] (contact_blocks modes only)
+  S x[D::kNv];                   // H⁻¹ Jᵀ P_app, P_app = w ∘ P
+  PgsAdjoint<S, D> pgs;
 };
 
 // x is the velocity the impulses add, v_next − v_free, except where cs was re-solved for the
 // gradient (hard_smooth_grad), whose x is solved for here.
-template <class S>
-MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                                 const Workspace<S>& ws, const ContactScratch<S>& cs, const S* v_free,
-                                 const S* v_next, ContactAdjoint<S>& ca) {
+template <class S, class D>
+MOREAU_HD void adj_contact_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                                 const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, const S* v_free,
+                                 const S* v_next, ContactAdjoint<S, D>& ca) {
   const int nv = m.nv, nr = 3 * cs.n;
   for (int d = 0; d < nv; ++d) ca.x[d] = cfg.mode == kContactHardSmoothGrad ? S(0) : v_next[d] - v_free[d];
   if (cs.n == 0) return;
@@ -793,11 +790,11 @@ MOREAU_HD void adj_contact_setup(const ModelView<S>& m, const ContactSettings<S>
 // adj_rnea with τ̄ = −h λ (AdjTape::a); the blocks go through adj_crba. Writes adj_v_free and
 // lambda; accumulates adj_v_k (soft), adj_qM, aw and the parameter adjoints. Returns status
 // bits.
-template <class S>
-MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                                const S* v_k, S h, const Workspace<S>& ws, const ContactScratch<S>& cs,
-                                const ContactAdjoint<S>& ca, const S* v_free, const S* adj_v_next, S* adj_v_free,
-                                S* lambda, S* adj_v_k, S* adj_qM, AdjWorkspace<S>& aw, ContactParamAdjoint<S>& adj_p) {
+template <class S, class D>
+MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                                const S* v_k, S h, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
+                                const ContactAdjoint<S, D>& ca, const S* v_free, const S* adj_v_next, S* adj_v_free,
+                                S* lambda, S* adj_v_k, S* adj_qM, AdjWorkspace<S, D>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = contact_grad_mode(cfg.mode);
   const int nv = m.nv, n = cs.n, nr = 3 * n;
   for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
@@ -808,8 +805,8 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
   // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
   ltl_solve_t(m, ws.H, lambda);
-  S adj_J[3 * kMaxActive * kMaxNv], adj_P[3 * kMaxActive], adj_gamma[3 * kMaxActive];
-  S adj_w[kMaxActive], adj_gap[kMaxActive], adj_pn[kMaxActive], adj_gnn[kMaxActive];
+  S adj_J[3 * D::kActive * D::kNv], adj_P[3 * D::kActive], adj_gamma[3 * D::kActive];
+  S adj_w[D::kActive], adj_gap[D::kActive], adj_pn[D::kActive], adj_gnn[D::kActive];
   for (int r = 0; r < nr; ++r) {
     S t = 0;
     for (int d = 0; d < nv; ++d) {
@@ -856,7 +853,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
   if (contact_blocks(mode)) {
     // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
     // −c (K_j l)(K_j r)ᵀ to H̄ and c (l (K_j r)ᵀ + r (K_j l)ᵀ) to J̄_j
-    S adj_H[kMaxNv * kMaxNv];
+    S adj_H[D::kNv * D::kNv];
     for (int k = 0; k < nv * nv; ++k) adj_H[k] = 0;
     const S en[3] = {1, 0, 0};
     for (int j = 0; j < n; ++j) {
@@ -867,7 +864,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S>& m, const ContactSettings<S>&
       } terms[2] = {{1 - cs.w[j], adj_gamma + 3 * j, cs.P + 3 * j}, {adj_gnn[j], en, en}};
       for (const auto& t : terms) {
         if (t.c == 0) continue;
-        S Kl[kMaxNv], Kr[kMaxNv];
+        S Kl[D::kNv], Kr[D::kNv];
         for (int d = 0; d < nv; ++d) {
           Kl[d] = Kj[d] * t.l[0] + Kj[nv + d] * t.l[1] + Kj[2 * nv + d] * t.l[2];
           Kr[d] = Kj[d] * t.r[0] + Kj[nv + d] * t.r[1] + Kj[2 * nv + d] * t.r[2];

@@ -9,32 +9,32 @@ namespace moreau {
 namespace kern {
 
 // Per-environment scratch (registers/local memory on the GPU, stack on the CPU).
-template <class S>
+template <class S, class D = MaxDims>
 struct Workspace {
-  Transform<S> Xup[kMaxBodies];  // parent → body
-  Inertia<S> I[kMaxBodies];      // body inertias (body coordinates)
-  Motion<S> Sdof[kMaxNv];        // motion subspace column of each dof (its body's coordinates)
-  Motion<S> vel[kMaxBodies];
-  Motion<S> acc[kMaxBodies];
-  Force<S> f[kMaxBodies];
-  Inertia<S> Ic[kMaxBodies];     // composite inertias
-  S H[kMaxNv * kMaxNv];          // mass matrix, row stride nv; after factorisation L (lower)
+  Transform<S> Xup[D::kBodies];  // parent → body
+  Inertia<S> I[D::kBodies];      // body inertias (body coordinates)
+  Motion<S> Sdof[D::kNv];        // motion subspace column of each dof (its body's coordinates)
+  Motion<S> vel[D::kBodies];
+  Motion<S> acc[D::kBodies];
+  Force<S> f[D::kBodies];
+  Inertia<S> Ic[D::kBodies];     // composite inertias
+  S H[D::kNv * D::kNv];          // mass matrix, row stride nv; after factorisation L (lower)
 };
 
 // Adjoints of the Workspace quantities (the backward pass's scratch): Xup, I and Sdof are
 // zeroed by adj_clear; vel, acc and f are adj_rnea's own scratch.
-template <class S>
+template <class S, class D = MaxDims>
 struct AdjWorkspace {
-  Transform<S> Xup[kMaxBodies];
-  Inertia<S> I[kMaxBodies];
-  Motion<S> Sdof[kMaxNv];
-  Motion<S> vel[kMaxBodies];
-  Motion<S> acc[kMaxBodies];
-  Force<S> f[kMaxBodies];
+  Transform<S> Xup[D::kBodies];
+  Inertia<S> I[D::kBodies];
+  Motion<S> Sdof[D::kNv];
+  Motion<S> vel[D::kBodies];
+  Motion<S> acc[D::kBodies];
+  Force<S> f[D::kBodies];
 };
 
-template <class S>
-MOREAU_HD void adj_clear(const ModelView<S>& m, AdjWorkspace<S>& adj) {
+template <class S, class D>
+MOREAU_HD void adj_clear(const ModelView<S, D>& m, AdjWorkspace<S, D>& adj) {
   const Vec3<S> z{0, 0, 0};
   const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
   for (int i = 0; i < m.nbody; ++i) {
@@ -52,8 +52,8 @@ MOREAU_HD S inner(const Motion<S>& a, const Motion<S>& b) {
 
 // Body inertias (the packed spatial inertias); `added_base_mass` goes to body 0 at its centre
 // of mass.
-template <class S>
-MOREAU_HD void body_inertias(const ModelView<S>& m, S added_base_mass, Workspace<S>& ws) {
+template <class S, class D>
+MOREAU_HD void body_inertias(const ModelView<S, D>& m, S added_base_mass, Workspace<S, D>& ws) {
   for (int i = 0; i < m.nbody; ++i) {
     const S* I = m.body_sinertia + 10 * i;
     ws.I[i] = {I[0], {I[1], I[2], I[3]}, {I[4], I[5], I[6], I[7], I[8], I[9]}};
@@ -66,9 +66,9 @@ MOREAU_HD void body_inertias(const ModelView<S>& m, S added_base_mass, Workspace
 }
 
 // Only the added base mass is differentiable (the model's inertias are constants).
-template <class S>
-MOREAU_HD void adj_body_inertias(const ModelView<S>& m, S added_base_mass, S& adj_added_base_mass,
-                                 const AdjWorkspace<S>& adj) {
+template <class S, class D>
+MOREAU_HD void adj_body_inertias(const ModelView<S, D>& m, S added_base_mass, S& adj_added_base_mass,
+                                 const AdjWorkspace<S, D>& adj) {
   if (m.nbody == 0) return;
   const S* I6 = m.body_inertia;
   Vec3<S> adj_c{0, 0, 0};
@@ -79,8 +79,8 @@ MOREAU_HD void adj_body_inertias(const ModelView<S>& m, S added_base_mass, S& ad
 }
 
 // Xup and motion subspaces at configuration q.
-template <class S>
-MOREAU_HD void forward_kinematics(const ModelView<S>& m, const S* q, Workspace<S>& ws) {
+template <class S, class D>
+MOREAU_HD void forward_kinematics(const ModelView<S, D>& m, const S* q, Workspace<S, D>& ws) {
   for (int i = 0; i < m.nbody; ++i) {
     ws.Xup[i] = joint_transform(m, i, q);
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
@@ -89,9 +89,9 @@ MOREAU_HD void forward_kinematics(const ModelView<S>& m, const S* q, Workspace<S
 }
 
 // Needs ws.Xup as forward_kinematics left it at q; adj.Xup and adj.Sdof are the incoming adjoints.
-template <class S>
-MOREAU_HD void adj_forward_kinematics(const ModelView<S>& m, const S* q, const Workspace<S>& ws, S* adj_q,
-                                      AdjWorkspace<S>& adj) {
+template <class S, class D>
+MOREAU_HD void adj_forward_kinematics(const ModelView<S, D>& m, const S* q, const Workspace<S, D>& ws, S* adj_q,
+                                      AdjWorkspace<S, D>& adj) {
   for (int i = 0; i < m.nbody; ++i) {
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) adj_joint_motion(m, i, k, ws.Xup[i], adj.Xup[i], adj.Sdof[d + k]);
@@ -101,8 +101,8 @@ MOREAU_HD void adj_forward_kinematics(const ModelView<S>& m, const S* q, const W
 
 // τ = RNEA(q, v, v̇) = H(q) v̇ + b(q, v), gravity included; v̇ may be null (= 0, giving b).
 // Needs forward_kinematics and body_inertias at q.
-template <class S>
-MOREAU_HD void rnea(const ModelView<S>& m, const S* v, const S* vdot, Workspace<S>& ws, S* tau_out) {
+template <class S, class D>
+MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspace<S, D>& ws, S* tau_out) {
   // forward pass over bodies: v_i = X v_λ + S q̇;  a_i = X a_λ + S q̈ + c_J + v_i × S q̇;
   // f_i = I a_i + v_i ×* I v_i. The world accelerates at −g (gravity as a fictitious force).
   const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
@@ -128,10 +128,10 @@ MOREAU_HD void rnea(const ModelView<S>& m, const S* v, const S* vdot, Workspace<
 
 // rnea's quantities at (q, v, v̇ + δv̇) from those rnea left in ws at (q, v, v̇) (τ not
 // returned): δa_i = X δa_λ + S δv̇, f_i += I δa_i, and the subtree sums f_λ += Xᵀ δf_i.
-template <class S>
-MOREAU_HD void rnea_add_acceleration(const ModelView<S>& m, const S* dvdot, Workspace<S>& ws) {
-  Motion<S> da[kMaxBodies];
-  Force<S> df[kMaxBodies];
+template <class S, class D>
+MOREAU_HD void rnea_add_acceleration(const ModelView<S, D>& m, const S* dvdot, Workspace<S, D>& ws) {
+  Motion<S> da[D::kBodies];
+  Force<S> df[D::kBodies];
   for (int i = 0; i < m.nbody; ++i) {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     da[i] = par < 0 ? Motion<S>{{0, 0, 0}, {0, 0, 0}} : apply(ws.Xup[i], da[par]);
@@ -150,9 +150,9 @@ MOREAU_HD void rnea_add_acceleration(const ModelView<S>& m, const S* dvdot, Work
 // pass). Needs ws.vel/acc/f as rnea left them (call rnea first with the same inputs);
 // tau_adj is the adjoint of τ. Accumulates into adj_v, adj_vdot (may be null),
 // adj.Xup, adj.Sdof and adj.I[0] (adj.vel/acc/f are the sweep's own scratch).
-template <class S>
-MOREAU_HD void adj_rnea(const ModelView<S>& m, const S* v, const S* vdot, const Workspace<S>& ws, S* adj_v,
-                        S* adj_vdot, const S* tau_adj, AdjWorkspace<S>& adj) {
+template <class S, class D>
+MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, const Workspace<S, D>& ws, S* adj_v,
+                        S* adj_vdot, const S* tau_adj, AdjWorkspace<S, D>& adj) {
   const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
   const Motion<S> zero{{0, 0, 0}, {0, 0, 0}};
   for (int i = 0; i < m.nbody; ++i) {  // the sweep's own intermediates start from zero
@@ -214,8 +214,8 @@ MOREAU_HD void adj_rnea(const ModelView<S>& m, const S* v, const S* vdot, const 
 
 // H(q) by the composite-rigid-body algorithm, full (both triangles), plus armature and
 // `diag_extra[k]` on the diagonal (may be null). Needs forward_kinematics and body_inertias.
-template <class S>
-MOREAU_HD void crba(const ModelView<S>& m, const S* diag_extra, Workspace<S>& ws) {
+template <class S, class D>
+MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws) {
   const int nv = m.nv;
   for (int i = 0; i < m.nbody; ++i) ws.Ic[i] = ws.I[i];
   // backward pass over bodies: I^c_λ += Xᵀ I^c_i X
@@ -243,13 +243,13 @@ MOREAU_HD void crba(const ModelView<S>& m, const S* diag_extra, Workspace<S>& ws
 // gradient). Recomputes each F chain from ws.Ic (left by crba) and reverses it: an entry set
 // twice from one product (H_ab = H_ba for an ancestor dof b) takes H̄_ab + H̄_ba. Accumulates
 // into aw.Xup, aw.Sdof and aw.I.
-template <class S>
-MOREAU_HD void adj_crba(const ModelView<S>& m, const Workspace<S>& ws, const S* adj_H, AdjWorkspace<S>& aw) {
+template <class S, class D>
+MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* adj_H, AdjWorkspace<S, D>& aw) {
   const int nv = m.nv;
-  Inertia<S> adj_Ic[kMaxBodies];
+  Inertia<S> adj_Ic[D::kBodies];
   for (int i = 0; i < m.nbody; ++i) adj_Ic[i] = {S(0), {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
-  Force<S> F[kMaxBodies], adj_F[kMaxBodies];
-  int chain[kMaxBodies];
+  Force<S> F[D::kBodies], adj_F[D::kBodies];
+  int chain[D::kBodies];
   for (int i = 0; i < m.nbody; ++i) {
     const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
     for (int a = di; a < di + ni; ++a) {
@@ -287,11 +287,11 @@ MOREAU_HD void adj_crba(const ModelView<S>& m, const Workspace<S>& ws, const S* 
 // In-place H = Lᵀ L exploiting branch-induced sparsity (L_kj ≠ 0 only for j an ancestor
 // dof of k, via dof_parent). Uses and overwrites the lower triangle. False if H is not
 // positive definite.
-template <class S>
-MOREAU_HD bool ltl_factor(const ModelView<S>& m, S* H) {
+template <class S, class D>
+MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
   const int nv = m.nv;
-  int anc[kMaxNv];  // ancestors of dof k, nearest first: λ(k), λ(λ(k)), ...
-  S hk[kMaxNv];     // row k of L at those ancestors
+  int anc[D::kNv];  // ancestors of dof k, nearest first: λ(k), λ(λ(k)), ...
+  S hk[D::kNv];     // row k of L at those ancestors
   for (int k = nv - 1; k >= 0; --k) {
     S d = H[k * nv + k];
     if (!(d > 0)) return false;
@@ -315,8 +315,8 @@ MOREAU_HD bool ltl_factor(const ModelView<S>& m, S* H) {
 }
 
 // x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.
-template <class S>
-MOREAU_HD void ltl_solve_t(const ModelView<S>& m, const S* L, S* x) {
+template <class S, class D>
+MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
   const int nv = m.nv;
   for (int i = nv - 1; i >= 0; --i) {
     x[i] /= L[i * nv + i];
@@ -325,8 +325,8 @@ MOREAU_HD void ltl_solve_t(const ModelView<S>& m, const S* L, S* x) {
 }
 
 // x ← L⁻¹ x (solves L y = x), from the root down.
-template <class S>
-MOREAU_HD void ltl_solve_l(const ModelView<S>& m, const S* L, S* x) {
+template <class S, class D>
+MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
   const int nv = m.nv;
   for (int i = 0; i < nv; ++i) {
     for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[i] -= L[i * nv + j] * x[j];
@@ -335,8 +335,8 @@ MOREAU_HD void ltl_solve_l(const ModelView<S>& m, const S* L, S* x) {
 }
 
 // x ← H⁻¹ x = L⁻¹ L⁻ᵀ x with H = Lᵀ L from ltl_factor.
-template <class S>
-MOREAU_HD void ltl_solve(const ModelView<S>& m, const S* L, S* x) {
+template <class S, class D>
+MOREAU_HD void ltl_solve(const ModelView<S, D>& m, const S* L, S* x) {
   ltl_solve_t(m, L, x);
   ltl_solve_l(m, L, x);
 }

@@ -32,14 +32,14 @@ MOREAU_HD_SMALL Mat3<S> axis_angle(const Vec3<S>& a, S theta) {
 
 // The tree placement of body i (its transform from the parent at q = 0).
 template <class S>
-MOREAU_HD_SMALL Transform<S> tree_transform(const ModelView<S>& m, int i) {
+MOREAU_HD_SMALL Transform<S> tree_transform(const ModelArrays<S>& m, int i) {
   const S* E = m.body_rot + 9 * i;
   return {{{E[0], E[1], E[2], E[3], E[4], E[5], E[6], E[7], E[8]}}, vec3(m.body_pos + 3 * i)};
 }
 
 // Parent → body transform of body i at configuration q.
 template <class S>
-MOREAU_HD_SMALL Transform<S> joint_transform(const ModelView<S>& m, int i, const S* q) {
+MOREAU_HD_SMALL Transform<S> joint_transform(const ModelArrays<S>& m, int i, const S* q) {
   const int type = m.jnt_type[i];
   const S* qi = q + m.jnt_qposadr[i];
   if (type == kJointFree) return {transpose(quat_to_mat(quat(qi + 3))), vec3(qi)};
@@ -61,7 +61,7 @@ MOREAU_HD_SMALL Transform<S> joint_transform(const ModelView<S>& m, int i, const
 //   dE/dq = −[a]× E,  dr/dq = −E_tᵀ (a × R_J p),  R_J = E_t Eᵀ;
 // ball and slide joints recompute R_J and r_J.
 template <class S>
-MOREAU_HD_SMALL void adj_joint_transform(const ModelView<S>& m, int i, const S* q, const Transform<S>& X,
+MOREAU_HD_SMALL void adj_joint_transform(const ModelArrays<S>& m, int i, const S* q, const Transform<S>& X,
                                          S* adj_q, const Transform<S>& adj_ret) {
   const int type = m.jnt_type[i];
   const S* qi = q + m.jnt_qposadr[i];
@@ -105,7 +105,7 @@ MOREAU_HD_SMALL void adj_joint_transform(const ModelView<S>& m, int i, const S* 
 
 // Motion subspace column k (0 ≤ k < joint nv) of body i, given its parent → body transform X.
 template <class S>
-MOREAU_HD_SMALL Motion<S> joint_motion(const ModelView<S>& m, int i, int k, const Transform<S>& X) {
+MOREAU_HD_SMALL Motion<S> joint_motion(const ModelArrays<S>& m, int i, int k, const Transform<S>& X) {
   const int type = m.jnt_type[i];
   const Vec3<S> zero{0, 0, 0};
   if (type == kJointFree) {
@@ -124,7 +124,7 @@ MOREAU_HD_SMALL Motion<S> joint_motion(const ModelView<S>& m, int i, int k, cons
 }
 // Only the free joint's linear columns (column k of E) depend on X.
 template <class S>
-MOREAU_HD_SMALL void adj_joint_motion(const ModelView<S>& m, int i, int k, const Transform<S>& /*X*/,
+MOREAU_HD_SMALL void adj_joint_motion(const ModelArrays<S>& m, int i, int k, const Transform<S>& /*X*/,
                                       Transform<S>& adj_X, const Motion<S>& adj_ret) {
   if (m.jnt_type[i] != kJointFree || k >= 3) return;
   for (int j = 0; j < 3; ++j) adj_X.E(j, k) += adj_ret.v[j];
@@ -133,7 +133,7 @@ MOREAU_HD_SMALL void adj_joint_motion(const ModelView<S>& m, int i, int k, const
 // Velocity-product term c_J = (dS/dt) q̇ in body coordinates. Only the free joint's S
 // depends on q: d(Rᵀ)/dt = −[ω]× Rᵀ, so c_J = (0, −ω × Rᵀ v_world).
 template <class S>
-MOREAU_HD_SMALL Motion<S> joint_bias(const ModelView<S>& m, int i, const S* v, const Transform<S>& X) {
+MOREAU_HD_SMALL Motion<S> joint_bias(const ModelArrays<S>& m, int i, const S* v, const Transform<S>& X) {
   const Vec3<S> zero{0, 0, 0};
   if (m.jnt_type[i] != kJointFree) return {zero, zero};
   const S* vi = v + m.jnt_dofadr[i];
@@ -141,7 +141,7 @@ MOREAU_HD_SMALL Motion<S> joint_bias(const ModelView<S>& m, int i, const S* v, c
 }
 // recomputes u = E v_world
 template <class S>
-MOREAU_HD_SMALL void adj_joint_bias(const ModelView<S>& m, int i, const S* v, const Transform<S>& X, S* adj_v,
+MOREAU_HD_SMALL void adj_joint_bias(const ModelArrays<S>& m, int i, const S* v, const Transform<S>& X, S* adj_v,
                               Transform<S>& adj_X, const Motion<S>& adj_ret) {
   if (m.jnt_type[i] != kJointFree) return;
   const S* vi = v + m.jnt_dofadr[i];
@@ -158,7 +158,7 @@ MOREAU_HD_SMALL void adj_joint_bias(const ModelView<S>& m, int i, const S* v, co
 // q_out = q ⊕ dt v: positions add; quaternions are multiplied by exp(dt ω) on the right
 // (ω in the body frame) and renormalised. q_out may alias q.
 template <class S>
-MOREAU_HD_SMALL void integrate(const ModelView<S>& m, const S* q, const S* v, S dt, S* q_out) {
+MOREAU_HD_SMALL void integrate(const ModelArrays<S>& m, const S* q, const S* v, S dt, S* q_out) {
   for (int i = 0; i < m.nbody; ++i) {
     const int type = m.jnt_type[i];
     const S* qi = q + m.jnt_qposadr[i];
@@ -184,7 +184,7 @@ MOREAU_HD_SMALL void integrate(const ModelView<S>& m, const S* q, const S* v, S 
 // q_out = q ⊕ dt v with q the input (not the possibly aliased output); adj_q_out must not
 // alias adj_q. Recomputes p = q exp(dt ω) for the renormalisation; dt is a constant.
 template <class S>
-MOREAU_HD_SMALL void adj_integrate(const ModelView<S>& m, const S* q, const S* v, S dt, S* adj_q, S* adj_v,
+MOREAU_HD_SMALL void adj_integrate(const ModelArrays<S>& m, const S* q, const S* v, S dt, S* adj_q, S* adj_v,
                              const S* adj_q_out) {
   for (int i = 0; i < m.nbody; ++i) {
     const int type = m.jnt_type[i];

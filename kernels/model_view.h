@@ -28,7 +28,7 @@ enum : int { kStatusFatal = kStatusNanState | kStatusNanAction | kStatusSingular
 
 // The compiled model in scalar S (field meanings: include/moreau/model.h).
 template <class S>
-struct ModelView {
+struct ModelArrays {
   int nq, nv, nu, nbody, ncon;
   int decimation;
   S timestep;
@@ -68,6 +68,28 @@ struct ModelView {
   const S* con_pos;           // (ncon x 3)
   const S* con_radius;        // (ncon)
 };
+
+// The model as the kernels see it: its arrays and the size class D of their scratch, which it
+// must fit (fits<D>).
+template <class S, class D = MaxDims>
+struct ModelView : ModelArrays<S> {
+  using Dims = D;
+};
+
+template <class D, class S>
+MOREAU_HD bool fits(const ModelArrays<S>& m) {
+  return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu && m.ncon <= D::kContacts;
+}
+
+// Calls f(view) with the model's view in the smallest size class it fits.
+template <class S, class F>
+void with_dims(const ModelArrays<S>& m, F&& f) {
+  if (fits<SmallDims>(m)) {
+    f(ModelView<S, SmallDims>{m});
+  } else {
+    f(ModelView<S, MaxDims>{m});
+  }
+}
 
 // A per-environment parameter: `len` rows (1 or n_env) of `width` values, element k of
 // row r at data[k * len + r]; environment e reads row e, or row 0 when shared (len 1; a

@@ -14,8 +14,8 @@ namespace moreau {
 namespace kern {
 
 // Control clamped to its range (when limited).
-template <class S>
-MOREAU_HD S actuator_ctrl(const ModelView<S>& m, int a, S ctrl) {
+template <class S, class D>
+MOREAU_HD S actuator_ctrl(const ModelView<S, D>& m, int a, S ctrl) {
   return m.actuator_ctrllimited[a] ? clamp(ctrl, m.actuator_ctrlrange[2 * a], m.actuator_ctrlrange[2 * a + 1]) : ctrl;
 }
 
@@ -23,8 +23,8 @@ MOREAU_HD S actuator_ctrl(const ModelView<S>& m, int a, S ctrl) {
 // position servo f = kp (u − l) − kd l̇, motor f = u; f clamped to [f_min(l̇), f_max(l̇)] with
 // f_max = clamp(peak (1 − l̇/vmax), 0, hi), f_min = −clamp(peak (1 + l̇/vmax), 0, −lo) when a
 // torque–speed line is given, else [lo, hi] when force-limited.
-template <class S>
-MOREAU_HD void actuator_forces(const ModelView<S>& m, const Params<S>& p, int env, const S* q, const S* v,
+template <class S, class D>
+MOREAU_HD void actuator_forces(const ModelView<S, D>& m, const Params<S>& p, int env, const S* q, const S* v,
                                const S* ctrl, S* tau) {
   for (int a = 0; a < m.nu; ++a) {
     const S g = m.actuator_gear[a];
@@ -46,8 +46,8 @@ MOREAU_HD void actuator_forces(const ModelView<S>& m, const Params<S>& p, int en
 
 // Passive joint forces into τ (added): damping −D v and springs −k (q − q_spring) on the
 // revolute and prismatic joints that have one.
-template <class S>
-MOREAU_HD void passive_forces(const ModelView<S>& m, const S* q, const S* v, S* tau) {
+template <class S, class D>
+MOREAU_HD void passive_forces(const ModelView<S, D>& m, const S* q, const S* v, S* tau) {
   for (int k = 0; k < m.nv; ++k) tau[k] -= m.dof_damping[k] * v[k];
   if (m.has_springs)
     for (int j = 0; j < m.nbody; ++j)
@@ -55,8 +55,8 @@ MOREAU_HD void passive_forces(const ModelView<S>& m, const S* q, const S* v, S* 
 }
 
 // Adjoint of passive_forces: q̄ += (∂τ/∂q)ᵀ τ̄, v̄ += (∂τ/∂v)ᵀ τ̄.
-template <class S>
-MOREAU_HD void adj_passive_forces(const ModelView<S>& m, const S* tau_adj, S* adj_q, S* adj_v) {
+template <class S, class D>
+MOREAU_HD void adj_passive_forces(const ModelView<S, D>& m, const S* tau_adj, S* adj_q, S* adj_v) {
   for (int k = 0; k < m.nv; ++k) adj_v[k] -= m.dof_damping[k] * tau_adj[k];
   if (m.has_springs)
     for (int j = 0; j < m.nbody; ++j)
@@ -64,16 +64,16 @@ MOREAU_HD void adj_passive_forces(const ModelView<S>& m, const S* tau_adj, S* ad
 }
 
 // Differentiable parameters of a step, and their adjoints.
-template <class S>
+template <class S, class D = MaxDims>
 struct ParamAdjoint {
-  S kp[kMaxNu];
-  S kd[kMaxNu];
+  S kp[D::kNu];
+  S kd[D::kNu];
   S added_base_mass;
   ContactParamAdjoint<S> contact;
 };
 
-template <class S>
-MOREAU_HD void adj_clear(const ModelView<S>& m, ParamAdjoint<S>& adj) {
+template <class S, class D>
+MOREAU_HD void adj_clear(const ModelView<S, D>& m, ParamAdjoint<S, D>& adj) {
   for (int a = 0; a < m.nu; ++a) adj.kp[a] = adj.kd[a] = 0;
   adj.added_base_mass = 0;
   adj.contact = {S(0), S(0), S(0)};
@@ -82,9 +82,9 @@ MOREAU_HD void adj_clear(const ModelView<S>& m, ParamAdjoint<S>& adj) {
 // Clamps pass the gradient where they do not bind (bounds inclusive) and send it to the bound
 // otherwise: the control clamp to nothing, the force clamp to the torque–speed line's slope
 // −peak/vmax in l̇ where that line binds.
-template <class S>
-MOREAU_HD void adj_actuator_forces(const ModelView<S>& m, const Params<S>& p, int env, const S* q, const S* v,
-                                   const S* ctrl, S* adj_q, S* adj_v, S* adj_ctrl, ParamAdjoint<S>& adj_p,
+template <class S, class D>
+MOREAU_HD void adj_actuator_forces(const ModelView<S, D>& m, const Params<S>& p, int env, const S* q, const S* v,
+                                   const S* ctrl, S* adj_q, S* adj_v, S* adj_ctrl, ParamAdjoint<S, D>& adj_p,
                                    const S* adj_tau) {
   for (int a = 0; a < m.nu; ++a) {
     const S g = m.actuator_gear[a];
@@ -132,23 +132,23 @@ MOREAU_HD void adj_actuator_forces(const ModelView<S>& m, const Params<S>& p, in
 
 // Contact information of one physics step (per contact point): only the stateful step keeps
 // it (the pure step and the adjoints pass none).
-template <class S>
+template <class S, class D = MaxDims>
 struct ContactInfo {
-  S gap[kMaxContacts];
-  S impulse[kMaxContacts];
-  int active[kMaxContacts];
+  S gap[D::kContacts];
+  S impulse[D::kContacts];
+  int active[D::kContacts];
 };
-template <class S>
-MOREAU_HD ContactInfo<S>* no_info() { return nullptr; }
+template <class S, class D = MaxDims>
+MOREAU_HD ContactInfo<S, D>* no_info() { return nullptr; }
 
 // The smooth part of a physics step: q_M = q ⊕ (h/2) v and the free velocity change Δv from
 // (H(q_M) + h D) Δv = h (τ − b − D v). Leaves the kinematics at q_M and the factorised
 // H + hD in ws. False if the mass matrix is not positive definite.
-template <class S>
-MOREAU_HD bool free_velocity(const ModelView<S>& m, const Params<S>& p, int env, S h, const S* q, const S* v,
-                             const S* ctrl, Workspace<S>& ws, S* qM, S* dv) {
+template <class S, class D>
+MOREAU_HD bool free_velocity(const ModelView<S, D>& m, const Params<S>& p, int env, S h, const S* q, const S* v,
+                             const S* ctrl, Workspace<S, D>& ws, S* qM, S* dv) {
   const int nv = m.nv;
-  S hD[kMaxNv];
+  S hD[D::kNv];
   integrate(m, q, v, h / 2, qM);
   body_inertias(m, p.added_base_mass.get(env), ws);
   forward_kinematics(m, qM, ws);
@@ -169,33 +169,33 @@ MOREAU_HD bool free_velocity(const ModelView<S>& m, const Params<S>& p, int env,
 // The intermediates of one physics step, as its adjoint reads them: the input state, q_M, Δv,
 // v_free = v + Δv, v_next, the kinematics and the factorised H + hD at q_M (ws), and the contact
 // solve (cs).
-template <class S>
+template <class S, class D = MaxDims>
 struct StepTape {
-  S q[kMaxNq], v[kMaxNv], qM[kMaxNq], dv[kMaxNv], v_free[kMaxNv], v_next[kMaxNv];
-  Workspace<S> ws;
-  ContactScratch<S> cs;
+  S q[D::kNq], v[D::kNv], qM[D::kNq], dv[D::kNv], v_free[D::kNv], v_next[D::kNv];
+  Workspace<S, D> ws;
+  ContactScratch<S, D> cs;
 };
 
 // A recorded physics step as its adjoint reads it: the step's tape and the seed-independent
 // part of the adjoint (adj_setup).
-template <class S>
+template <class S, class D = MaxDims>
 struct AdjTape {
-  StepTape<S> step;
-  S a[kMaxNv];  // (v_next − v)/h (with the gradient's contact solve: adj_setup)
-  ContactAdjoint<S> ca;
+  StepTape<S, D> step;
+  S a[D::kNv];  // (v_next − v)/h (with the gradient's contact solve: adj_setup)
+  ContactAdjoint<S, D> ca;
 };
 
-template <class S>
-MOREAU_HD StepTape<S>& step_tape(StepTape<S>& t) { return t; }
-template <class S>
-MOREAU_HD StepTape<S>& step_tape(AdjTape<S>& t) { return t.step; }
+template <class S, class D>
+MOREAU_HD StepTape<S, D>& step_tape(StepTape<S, D>& t) { return t; }
+template <class S, class D>
+MOREAU_HD StepTape<S, D>& step_tape(AdjTape<S, D>& t) { return t.step; }
 
 // One physics step of size h, in place on (q, v), recorded in t. Returns the contact stage's
 // result; its status bits are 0 when all went well.
-template <class S>
-MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                                        int env, S h, S* q, S* v, const S* ctrl, StepTape<S>& t,
-                                        ContactInfo<S>* info) {
+template <class S, class D>
+MOREAU_HD ContactResult<S> physics_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                                        int env, S h, S* q, S* v, const S* ctrl, StepTape<S, D>& t,
+                                        ContactInfo<S, D>* info) {
   for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
   for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
   if (!free_velocity(m, p, env, h, q, v, ctrl, t.ws, t.qM, t.dv)) return {kStatusSingularMass, 0, S(0)};
@@ -214,15 +214,15 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S>& m, const ContactSett
 // gradient), the contact adjoint's own part, and the RNEA quantities at (q_M, v, a) in the
 // step's ws (free_velocity left them at (q_M, v, 0)) with a = (Δv + x)/h, x the velocity the
 // contact impulses add (adj_contact_stage).
-template <class S>
-MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
-                         AdjTape<S>& at) {
-  StepTape<S>& t = at.step;
+template <class S, class D>
+MOREAU_HD void adj_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
+                         AdjTape<S, D>& at) {
+  StepTape<S, D>& t = at.step;
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
   if (contact) {
     if (cfg.mode == kContactHardSmoothGrad) {  // the hard set holds the smooth one unless g_max reaches past it
       const bool from_active = p.smooth_gmax.get(env) <= contact_threshold(cfg, p, env, cfg.mode, h) &&
-                               t.cs.n < kMaxActive;
+                               t.cs.n < D::kActive;
       contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
                     static_cast<S*>(nullptr), from_active);
     }
@@ -239,18 +239,18 @@ MOREAU_HD void adj_setup(const ModelView<S>& m, const ContactSettings<S>& cfg, c
 // adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ. The contact stage's
 // adjoint (adj_contact_stage) comes first and gives λ with the rest of the contact terms.
 // Accumulates into adj_q, adj_v, adj_ctrl, adj_p. Returns status bits (0 = ok).
-template <class S>
-MOREAU_HD int adj_physics_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                               S h, const S* ctrl, const AdjTape<S>& at, S* adj_q, S* adj_v, S* adj_ctrl,
-                               ParamAdjoint<S>& adj_p, const S* adj_q_out, const S* adj_v_out, AdjWorkspace<S>& aw) {
-  const StepTape<S>& t = at.step;
+template <class S, class D>
+MOREAU_HD int adj_physics_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                               S h, const S* ctrl, const AdjTape<S, D>& at, S* adj_q, S* adj_v, S* adj_ctrl,
+                               ParamAdjoint<S, D>& adj_p, const S* adj_q_out, const S* adj_v_out, AdjWorkspace<S, D>& aw) {
+  const StepTape<S, D>& t = at.step;
   const bool contact = cfg.mode != kContactNone && m.ncon > 0;
   const int nv = m.nv;
-  S adj_qM[kMaxNq], adj_v_free[kMaxNv], lambda[kMaxNv], adj_v2[kMaxNv], tau_adj[kMaxNv] = {};
+  S adj_qM[D::kNq], adj_v_free[D::kNv], lambda[D::kNv], adj_v2[D::kNv], tau_adj[D::kNv] = {};
   // q_out = q_M ⊕ (h/2) v_{k+1}; hard_smooth_grad differentiates the smooth step, whose
   // v_{k+1} = v_free + x is not the hard one that was taken
   const S* v_next = t.v_next;
-  S v_smooth[kMaxNv];
+  S v_smooth[D::kNv];
   if (contact && cfg.mode == kContactHardSmoothGrad) {
     for (int k = 0; k < nv; ++k) v_smooth[k] = t.v_free[k] + at.ca.x[k];
     v_next = v_smooth;
@@ -301,8 +301,8 @@ MOREAU_HD bool all_bounded(const S* x, int n) {
 }
 
 // Status bits of an input state and action (0 if all finite, and the state bounded).
-template <class S>
-MOREAU_HD int input_status(const ModelView<S>& m, const S* q, const S* v, const S* u) {
+template <class S, class D>
+MOREAU_HD int input_status(const ModelView<S, D>& m, const S* q, const S* v, const S* u) {
   int status = 0;
   if (!all_finite(u, m.nu)) status |= kStatusNanAction;
   if (!all_bounded(q, m.nq) || !all_bounded(v, m.nv)) status |= kStatusNanState;
@@ -319,9 +319,9 @@ struct StepStats {
 // Physics steps of a control step from (q, v), in place: count of them, step s recorded in
 // tapes[s * tape_stride] (tape_stride 0: all in tapes[0]). Returns status bits; a fatal bit
 // stops it. stats may be null.
-template <class S, class Tape>
-MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q,
-                           S* v, const S* u, Tape* tapes, int count, int tape_stride, ContactInfo<S>* info,
+template <class S, class D, class Tape>
+MOREAU_HD int record_steps(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q,
+                           S* v, const S* u, Tape* tapes, int count, int tape_stride, ContactInfo<S, D>* info,
                            StepStats<S>* stats) {
   const S h = m.timestep / cfg.substeps;
   int status = 0;
@@ -339,9 +339,9 @@ MOREAU_HD int record_steps(const ModelView<S>& m, const ContactSettings<S>& cfg,
 // One control step on local arrays: decimation × substeps physics steps with the action held,
 // in place on (q, v), each recorded in t (overwritten). Returns status bits (a fatal bit stops
 // it); stats and info (the last physics step's contact information) may be null.
-template <class S>
-MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q, S* v,
-                      const S* u, StepTape<S>& t, ContactInfo<S>* info, StepStats<S>* stats) {
+template <class S, class D>
+MOREAU_HD int advance(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S* q, S* v,
+                      const S* u, StepTape<S, D>& t, ContactInfo<S, D>* info, StepStats<S>* stats) {
   int status = input_status(m, q, v, u);
   StepStats<S> st{0, S(0)};
   if (!(status & kStatusFatal)) status |= record_steps(m, cfg, p, env, q, v, u, &t, m.decimation * cfg.substeps, 0, info, &st);
@@ -352,12 +352,12 @@ MOREAU_HD int advance(const ModelView<S>& m, const ContactSettings<S>& cfg, cons
 // The adjoints of `count` recorded physics steps (after adj_setup on each), last to first:
 // (aq, av) from the adjoint of the last one's output to that of the first one's input, in
 // place; accumulates adj_u and adj_p. Returns status bits (0 = ok).
-template <class S>
-MOREAU_HD int reverse_steps(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                            const S* u, const AdjTape<S>* tapes, int count, S* aq, S* av, S* adj_u,
-                            ParamAdjoint<S>& adj_p, AdjWorkspace<S>& aw) {
+template <class S, class D>
+MOREAU_HD int reverse_steps(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                            const S* u, const AdjTape<S, D>* tapes, int count, S* aq, S* av, S* adj_u,
+                            ParamAdjoint<S, D>& adj_p, AdjWorkspace<S, D>& aw) {
   const S h = m.timestep / cfg.substeps;
-  S nq_adj[kMaxNq], nv_adj[kMaxNv];
+  S nq_adj[D::kNq], nv_adj[D::kNv];
   for (int j = count - 1; j >= 0; --j) {
     for (int k = 0; k < m.nq; ++k) nq_adj[k] = 0;
     for (int k = 0; k < m.nv; ++k) nv_adj[k] = 0;
@@ -383,24 +383,24 @@ constexpr int kCheckpoints = 16;
 // segment's input (so more steps than kCheckpoints · n_tapes cost more recompute, never the
 // gradient). Returns status bits (warnings included: a contact solve that stopped on its cap
 // is differentiated at its last iterate).
-template <class S>
-MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+template <class S, class D>
+MOREAU_HD int adj_advance(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                           const S* q0, const S* v0, const S* u, int rows, S* adj_q0, S* adj_v0, S* adj_u,
-                          ParamAdjoint<S>* adj_p, const S* adj_q1, const S* adj_v1, AdjTape<S>* tapes, int n_tapes,
-                          AdjWorkspace<S>& aw) {
+                          ParamAdjoint<S, D>* adj_p, const S* adj_q1, const S* adj_v1, AdjTape<S, D>* tapes, int n_tapes,
+                          AdjWorkspace<S, D>& aw) {
   const int nq = m.nq, nv = m.nv, n_steps = m.decimation * cfg.substeps;
   const int seg_len = mmax(n_tapes, (n_steps + kCheckpoints - 1) / kCheckpoints);
   const int n_seg = (n_steps + seg_len - 1) / seg_len;
   int status = input_status(m, q0, v0, u);
   if (status) return status;
   const S h = m.timestep / cfg.substeps;
-  S cq[kCheckpoints][kMaxNq], cv[kCheckpoints][kMaxNv];  // each segment's input state
+  S cq[kCheckpoints][D::kNq], cv[kCheckpoints][D::kNv];  // each segment's input state
   for (int k = 0; k < nq; ++k) cq[0][k] = q0[k];
   for (int k = 0; k < nv; ++k) cv[0][k] = v0[k];
   for (int seg = 1; seg < n_seg; ++seg) {
     for (int k = 0; k < nq; ++k) cq[seg][k] = cq[seg - 1][k];
     for (int k = 0; k < nv; ++k) cv[seg][k] = cv[seg - 1][k];
-    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, seg_len, 0, no_info<S>(),
+    status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, seg_len, 0, no_info<S, D>(),
                            static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) return status;
   }
@@ -410,11 +410,11 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
     const int len = mmin(n_steps - seg * seg_len, seg_len);
     for (int b = (len - 1) / n_tapes * n_tapes; b >= 0; b -= n_tapes) {  // block of steps b .. b + count − 1
       const int count = mmin(len - b, n_tapes);
-      S q[kMaxNq], v[kMaxNv];
+      S q[D::kNq], v[D::kNv];
       for (int k = 0; k < nq; ++k) q[k] = cq[seg][k];
       for (int k = 0; k < nv; ++k) v[k] = cv[seg][k];
-      status |= record_steps(m, cfg, p, env, q, v, u, tapes, b, 0, no_info<S>(), static_cast<StepStats<S>*>(nullptr));
-      status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, no_info<S>(),
+      status |= record_steps(m, cfg, p, env, q, v, u, tapes, b, 0, no_info<S, D>(), static_cast<StepStats<S>*>(nullptr));
+      status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, no_info<S, D>(),
                              static_cast<StepStats<S>*>(nullptr));
       if (status & kStatusFatal) return status;
       for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
@@ -433,17 +433,17 @@ MOREAU_HD int adj_advance(const ModelView<S>& m, const ContactSettings<S>& cfg, 
 // One control step of environment `env` of the batch, in place. An environment with a fatal
 // status bit is skipped. On a fatal failure the state is left as it was before the control
 // step; every new bit is added to the status.
-template <class S>
-MOREAU_HD void control_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+template <class S, class D>
+MOREAU_HD void control_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                             const Batch<S>& b, int env) {
   if (b.status[env] & kStatusFatal) return;
   const int n = b.n_env;
-  S q[kMaxNq], v[kMaxNv], u[kMaxNu];
+  S q[D::kNq], v[D::kNv], u[D::kNu];
   for (int k = 0; k < m.nq; ++k) q[k] = b.q[k * n + env];
   for (int k = 0; k < m.nv; ++k) v[k] = b.v[k * n + env];
   for (int k = 0; k < m.nu; ++k) u[k] = b.action[k * n + env];
-  StepTape<S> tape;
-  ContactInfo<S> info;
+  StepTape<S, D> tape;
+  ContactInfo<S, D> info;
   StepStats<S> stats;
   const int status = advance(m, cfg, p, env, q, v, u, tape, &info, &stats);
   if (b.solver_iterations) {
@@ -490,8 +490,8 @@ struct PureStep {
   int rows;  // adjoint: seeds at the same inputs, each adjoint buffer holding `rows` stacked batches
 };
 
-template <class S>
-MOREAU_HD void load_env(const ModelView<S>& m, const PureStep<S>& b, int env, S* q, S* v, S* u) {
+template <class S, class D>
+MOREAU_HD void load_env(const ModelView<S, D>& m, const PureStep<S>& b, int env, S* q, S* v, S* u) {
   const int n = b.n_env;
   for (int k = 0; k < m.nq; ++k) q[k] = b.q_in[k * n + env];
   for (int k = 0; k < m.nv; ++k) v[k] = b.v_in[k * n + env];
@@ -501,16 +501,16 @@ MOREAU_HD void load_env(const ModelView<S>& m, const PureStep<S>& b, int env, S*
 // (q_out, v_out) = control step of (q_in, v_in, action) for environment env; status set. With
 // `accumulate`, an environment with a fatal status bit is carried through unchanged and new
 // status bits are added (a recorded rollout).
-template <class S>
-MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+template <class S, class D>
+MOREAU_HD void pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                          const PureStep<S>& b, int env) {
   const int n = b.n_env;
-  S q[kMaxNq], v[kMaxNv], u[kMaxNu];
+  S q[D::kNq], v[D::kNv], u[D::kNu];
   load_env(m, b, env, q, v, u);
   int status = b.accumulate ? b.status[env] : 0;
   if (!(status & kStatusFatal)) {
-    StepTape<S> tape;
-    status |= advance(m, cfg, p, env, q, v, u, tape, no_info<S>(), static_cast<StepStats<S>*>(nullptr));
+    StepTape<S, D> tape;
+    status |= advance(m, cfg, p, env, q, v, u, tape, no_info<S, D>(), static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) load_env(m, b, env, q, v, u);  // a failed step leaves the state as it was
   }
   b.status[env] = status;
@@ -522,13 +522,13 @@ MOREAU_HD void pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, c
 // adjoints) from adj_q_out, adj_v_out, for each of b.rows ≤ kRows seeds (row r of a buffer of
 // width w at offset r w n_env); zero gradients and a status bit where it fails. tapes: n_tapes ≥ 1
 // of them (adj_advance).
-template <class S, int kRows = 1>
-MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                             const PureStep<S>& b, int env, AdjTape<S>* tapes, int n_tapes) {
+template <class S, class D, int kRows = 1>
+MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                             const PureStep<S>& b, int env, AdjTape<S, D>* tapes, int n_tapes) {
   const int n = b.n_env, nq = m.nq, nv = m.nv, nu = m.nu, rows = b.rows;
-  S q[kMaxNq], v[kMaxNv], u[kMaxNu], aq1[kRows * kMaxNq], av1[kRows * kMaxNv], aq0[kRows * kMaxNq],
-      av0[kRows * kMaxNv], au[kRows * kMaxNu];
-  ParamAdjoint<S> ap[kRows];
+  S q[D::kNq], v[D::kNv], u[D::kNu], aq1[kRows * D::kNq], av1[kRows * D::kNv], aq0[kRows * D::kNq],
+      av0[kRows * D::kNv], au[kRows * D::kNu];
+  ParamAdjoint<S, D> ap[kRows];
   load_env(m, b, env, q, v, u);
   for (int r = 0; r < rows; ++r) {
     for (int k = 0; k < nq; ++k) aq1[r * nq + k] = b.adj_q_out[(r * nq + k) * n + env];
@@ -536,7 +536,7 @@ MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cf
     for (int k = 0; k < nu; ++k) au[r * nu + k] = 0;
     adj_clear(m, ap[r]);
   }
-  AdjWorkspace<S> aw;
+  AdjWorkspace<S, D> aw;
   // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
   const int prior = b.accumulate ? b.status[env] : 0;
   const int status = prior & kStatusFatal ? prior
@@ -566,7 +566,7 @@ MOREAU_HD void adj_pure_step(const ModelView<S>& m, const ContactSettings<S>& cf
 // Environment `env` back to the default state: q = qpos0, v = 0, time 0, status 0, and an
 // action that holds the default pose (position servo: u = g q0; motor: u = 0).
 template <class S>
-MOREAU_HD void reset_env(const ModelView<S>& m, const Batch<S>& b, int env) {
+MOREAU_HD void reset_env(const ModelArrays<S>& m, const Batch<S>& b, int env) {
   const int n = b.n_env;
   for (int k = 0; k < m.nq; ++k) b.q[k * n + env] = m.qpos0[k];
   for (int k = 0; k < m.nv; ++k) b.v[k * n + env] = 0;

@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmd=${cmd//-o $obj/-o $tmp/k.o}
 (cd "$build" && eval "$cmd -Xptxas -v") 2>"$tmp/ptxas.txt" >/dev/null
-printf '%-34s %5s %6s %8s %7s %7s\n' kernel arch regs stack_B spill_st spill_ld
+printf '%-52s %5s %6s %8s %7s %7s\n' kernel arch regs stack_B spill_st spill_ld
 awk '
   /Compiling entry function/ { match($0, /_Z[A-Za-z0-9_]+/); name = substr($0, RSTART, RLENGTH);
                                match($0, /sm_[0-9]+a?/); arch = substr($0, RSTART, RLENGTH) }
@@ -21,6 +21,9 @@ awk '
   /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); split(substr($0, RSTART, RLENGTH), r, " ");
                             print name, arch, r[2], frame, st, ld }
 ' "$tmp/ptxas.txt" | while read -r name arch regs frame st ld; do
-  pretty=$(echo "$name" | c++filt | sed -E 's/^(void )?(moreau::)?(\(anonymous namespace\)::)?//; s/\(.*$//')
-  printf '%-34s %5s %6s %8s %7s %7s\n' "$pretty" "$arch" "$regs" "$frame" "$st" "$ld"
+  # e.g. pure_step_fwd_kernel<float,Dims<13,18,19,12,8>>: the scratch's size class (bodies, nv, nq,
+  # nu, contact points; include/moreau/limits.h)
+  pretty=$(echo "$name" | c++filt | sed -E 's/^(void )?(moreau::)?(\(anonymous namespace\)::)?//; s/\(.*$//;
+                                             s/moreau:://g; s/ //g')
+  printf '%-52s %5s %6s %8s %7s %7s\n' "$pretty" "$arch" "$regs" "$frame" "$st" "$ld"
 done

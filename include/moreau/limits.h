@@ -9,5 +9,19 @@ constexpr int kMaxNv = 40;
 constexpr int kMaxNq = 48;
 constexpr int kMaxNu = 32;
 constexpr int kMaxContacts = 256;
+constexpr int kMaxActive = 16;  // contacts a solve holds at once (a model may have more points)
+
+// A size class of the kernels' scratch: every per-environment array is sized by it, not by the
+// maxima. A backend runs a model with the smallest class it fits (kern::with_dims).
+template <int Bodies, int Nv, int Nq, int Nu, int Contacts>
+struct Dims {
+  static constexpr int kBodies = Bodies, kNv = Nv, kNq = Nq, kNu = Nu, kContacts = Contacts;
+  static constexpr int kActive = Contacts < kMaxActive ? Contacts : kMaxActive;
+};
+// Every model compile() accepts.
+using MaxDims = Dims<kMaxBodies, kMaxNv, kMaxNq, kMaxNu, kMaxContacts>;
+// A quadruped with a free base and 12 joints (ANYmal C, Go1), 8 contact points at most; it also
+// holds the small models (cube, cart-pole, pendulums).
+using SmallDims = Dims<13, 18, 19, 12, 8>;
 
 }  // namespace moreau
