@@ -96,7 +96,8 @@ TASK_DEFAULTS = {
 # PRESETS), environments, SHAC settings. "walk" is the shipped SHAC-smooth configuration
 # (README, "SHAC walks"; results/shac_walk/policy.pt): the trot clock, swing-foot height tracking
 # and the command curriculum. Its ablations: "walk_skip" with gradient spikes skipped,
-# "walk_gated" with the curriculum gated by tracking.
+# "walk_gated" with the curriculum gated by tracking, "walk_noise" with a stochastic actor
+# (Gaussian noise of std 0.3 before the tanh, reparameterised: the gradient flows through it).
 PRESETS = {
     "walk": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
                  iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
@@ -104,6 +105,8 @@ PRESETS = {
                       iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], grad_spike_ratio=10.0)),
     "walk_gated": dict(task="locomotion", task_preset="trot_gated", contact="smooth", num_envs=256,
                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
+    "walk_noise": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
+                       iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], action_noise=0.3)),
 }
 
 

@@ -220,3 +220,25 @@ def test_resume_restores_the_curriculum_and_the_log_columns(tmp_path):
     assert rows[0]["actor_loss"] == row["actor_loss"] and float(rows[1]["curriculum_tracking"]) > 0
     final = torch.load(second / "model_final.pt", weights_only=False)["env_schedule"]
     assert final["curriculum_samples"] == 32 and final["common_step_counter"] == 8
+
+
+def test_stochastic_actor_is_reparameterised_and_evaluated_deterministically():
+    """walk_noise's actor: a = tanh(mu(obs) + 0.3 eps), the gradient flowing through the noise;
+    act() (evaluation) is tanh(mu(obs))."""
+    from moreau.shac import PRESETS, ActorMLP
+    assert PRESETS["walk_noise"]["shac"]["action_noise"] == 0.3
+    assert {k: v for k, v in PRESETS["walk_noise"].items() if k != "shac"} == \
+        {k: v for k, v in PRESETS["walk"].items() if k != "shac"}
+    torch.manual_seed(0)
+    actor = ActorMLP(5, 3, (16,))
+    obs = torch.randn(4096, 5)
+    gen = torch.Generator().manual_seed(1)
+    a1, a2 = actor(obs, 0.3, gen), actor(obs, 0.3, gen)
+    mean = actor(obs)
+    assert not torch.equal(a1, a2) and torch.equal(actor(obs), mean)
+    pre = (torch.atanh(a1.clamp(-1 + 1e-6, 1 - 1e-6)) - actor.net(obs)).detach()  # the noise drawn
+    assert abs(float(pre.std()) - 0.3) < 0.01 and abs(float(pre.mean())) < 0.01
+    w = actor.net[0].weight
+    g_noisy, = torch.autograd.grad(actor(obs, 0.3, gen).sum(), w)
+    g_mean, = torch.autograd.grad(actor(obs).sum(), w)
+    assert torch.isfinite(g_noisy).all() and not torch.allclose(g_noisy, g_mean)
