@@ -224,18 +224,30 @@ MOREAU_HD void contact_velocity(const ModelView<S, D>& m, const S* v, ContactScr
 }
 
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
-// adjoint); c = J v.
+// adjoint); c = J v. Contact i's rows of J, and so of Y (L⁻ᵀ keeps a vector on the ancestors of
+// its support), are zero off the dofs of its body's chain: G_rs sums over the dofs the two
+// chains share (between two legs, the base's), in increasing order as the dense sum would.
 template <class S, class D>
 MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, ContactScratch<S, D>& cs) {
+  static_assert(D::kNv <= 64, "a dof set is a 64-bit mask");
   const int nv = m.nv, nr = 3 * cs.n;
   S* Y = cs.Y;
   contact_velocity(m, v, cs);
   for (int k = 0; k < nr * nv; ++k) Y[k] = cs.J[k];
   for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
+  uint64_t chain[D::kActive];  // dofs of each contact body and its ancestors
+  for (int i = 0; i < cs.n; ++i) {
+    chain[i] = 0;
+    for (int j = m.con_body[cs.con[i]]; j >= 0; j = m.body_parent[j])
+      for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) chain[i] |= uint64_t(1) << d;
+  }
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s <= r; ++s) {
       S g = 0;
-      for (int d = 0; d < nv; ++d) g += Y[r * nv + d] * Y[s * nv + d];
+      for (uint64_t bits = chain[r / 3] & chain[s / 3]; bits; bits &= bits - 1) {
+        const int d = lowest_bit(bits);
+        g += Y[r * nv + d] * Y[s * nv + d];
+      }
       cs.G[r * nr + s] = cs.G[s * nr + r] = g;
     }
 }

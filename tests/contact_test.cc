@@ -11,8 +11,10 @@
 #include <random>
 #include <vector>
 
+#include "kernels/contact.h"
 #include "moreau/dynamics.h"
 #include "moreau/simulator.h"
+#include "support/kernel_model.h"
 #include "support/test_util.h"
 
 namespace moreau {
@@ -126,6 +128,40 @@ void tilted_plane(ContactMode mode, double mu, double theta, bool expect_slide, 
 // of its lower rim at centre height 0.1 m; laid on its side with a spin about its axis it
 // rolls, its centre between r cos(π/8) (on a face of the octagonal rims) and r (on a rim
 // point), less the contact model's sink; the octagon's impacts stop it (no exact rolling).
+// delassus sums G = Yᵀ Y over the dofs two contacts' chains share: bit-identical to the dense
+// sum over every dof, and the rows of Y are zero off their chains (ANYmal C, all four feet
+// active, random configurations).
+TEST(Delassus, SparseSumEqualsTheDenseOneBitForBit) {
+  const test::KernelModel km("anymal_c.json");
+  const kern::ModelView<double>& m = km.m;
+  std::mt19937 rng(5);
+  std::vector<double> q(m.nq), v(m.nv);
+  auto ws = std::make_unique<kern::Workspace<double>>();
+  auto cs = std::make_unique<kern::ContactScratch<double>>();
+  int cross_leg_zeros = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    test::random_state(km.model, rng, q.data(), v.data());
+    kern::body_inertias(m, 0.0, *ws);
+    kern::forward_kinematics(m, q.data(), *ws);
+    kern::crba(m, static_cast<const double*>(nullptr), *ws);
+    ASSERT_TRUE(kern::ltl_factor(m, ws->H));
+    kern::contact_candidates(m, *ws, q.data(), kern::PlaneGround<double>{}, 1e300, *cs, static_cast<double*>(nullptr));
+    ASSERT_EQ(cs->n, 4);
+    kern::delassus(m, ws->H, v.data(), *cs);
+    const int nv = m.nv, nr = 3 * cs->n;
+    for (int r = 0; r < nr; ++r)
+      for (int s = 0; s < nr; ++s) {
+        double g = 0;
+        for (int d = 0; d < nv; ++d) g += cs->Y[r * nv + d] * cs->Y[s * nv + d];
+        EXPECT_EQ(cs->G[r * nr + s], g) << r << ", " << s;
+      }
+    for (int r = 0; r < nr; ++r)  // each foot's rows: the base (6) and its own leg (3) only
+      for (int d = 6; d < nv; ++d)
+        if (cs->Y[r * nv + d] == 0) ++cross_leg_zeros;
+  }
+  EXPECT_EQ(cross_leg_zeros, 20 * 12 * 9);  // 3 legs x 3 dofs off each row's chain
+}
+
 TEST(Cylinder, StandsOnItsRimAndRollsOnItsSide) {
   const Model m = test::cylinder_model();
   for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
