@@ -62,6 +62,9 @@ def test_screen_trains_copies_and_resumes(tmp_path):
     assert [summary["seeds"][s]["iterations"] for s in ("0", "1")] == [3, 3]
     assert [summary["seeds"][s]["eval_iteration"] for s in ("0", "1")] == [3, 3]
     assert sorted(os.listdir(out / "tiny" / "walk_s1"))[-1] == "model_3.pt"
+    # a call for one seed keeps the others in the summary
+    assert main(args[:3] + ["1"] + args[5:]) == 0  # --seeds 1 only
+    assert sorted(json.loads((out / "tiny" / "screen.json").read_text())["seeds"]) == ["0", "1"]
 
 
 def test_screen_rejects_an_unknown_shac_option(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """moreau.studies.screen: does a change to SHAC's "walk" preset make more seeds find the trot?
 
     python3 -m moreau.studies.screen --name noise03 --seeds 0 1 2 3 4 -- --action-noise 0.3
-    python3 -m moreau.studies.screen --name noise03 --report        # the table only
+    python3 -m moreau.studies.screen --name noise03 --report        # evaluate what is there, the table
 
 The README's reliability question (issue 12: the shipped preset must reach the tracking bar in
 4 of 5 seeds) costs about 1,100 iterations a seed to answer at the bar. In every seed run so far
@@ -88,16 +88,13 @@ def summarize(run_dirs: Dict[int, str], until: int) -> Dict:
 
 
 def _copy_state(run_dir: str, dest: str) -> None:
-    os.makedirs(dest, exist_ok=True)
-    for f in ("config.json", "log.csv", "curve_hard.json"):
-        if os.path.exists(os.path.join(run_dir, f)):
-            shutil.copy2(os.path.join(run_dir, f), dest)
-    cks = checkpoints(run_dir)
-    for old in os.listdir(dest):
-        if old.startswith("model_") and old.endswith(".pt"):
-            os.remove(os.path.join(dest, old))
-    if cks:
-        shutil.copy2(cks[-1], dest)
+    """dest holds run_dir's resumable state only (Study B's archive: config, log, evaluations,
+    newest checkpoint)."""
+    from .locomotion import _state_files
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    for f in _state_files(run_dir):
+        shutil.copy2(f, dest)
 
 
 def main(argv=None) -> int:
@@ -148,7 +145,11 @@ def main(argv=None) -> int:
 
     with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         rcs = list(pool.map(one, a.seeds))
-    summary = dict(summarize(dirs, a.until), name=a.name, preset=a.preset, shac_args=extra)
+    # the summary covers every seed of the configuration trained so far, not only this call's
+    base = os.path.join(a.runs, a.name)
+    every = {int(d[6:]): os.path.join(base, d) for d in os.listdir(base)
+             if d.startswith("walk_s") and d[6:].isdigit() and os.path.isdir(os.path.join(base, d))}
+    summary = dict(summarize({**every, **dirs}, a.until), name=a.name, preset=a.preset, shac_args=extra)
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "screen.json"), "w") as f:
         json.dump(summary, f, indent=2)
