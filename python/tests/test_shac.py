@@ -242,3 +242,20 @@ def test_stochastic_actor_is_reparameterised_and_evaluated_deterministically():
     g_noisy, = torch.autograd.grad(actor(obs, 0.3, gen).sum(), w)
     g_mean, = torch.autograd.grad(actor(obs).sum(), w)
     assert torch.isfinite(g_noisy).all() and not torch.allclose(g_noisy, g_mean)
+
+
+def test_critic_epochs_set_the_critic_steps():
+    """critic_iterations x critic_minibatches Adam steps per iteration; walk_fast is walk_noise
+    with 4 critic epochs instead of 16."""
+    from moreau.shac import PRESETS
+    fast, noise = PRESETS["walk_fast"], PRESETS["walk_noise"]
+    assert fast["shac"]["critic_iterations"] == 4 and noise["shac"].get("critic_iterations", 16) == 16
+    assert {k: v for k, v in fast.items() if k != "shac"} == {k: v for k, v in noise.items() if k != "shac"}
+    assert {k: v for k, v in fast["shac"].items() if k != "critic_iterations"} == noise["shac"]
+    for epochs in (4, 16):
+        agent = SHAC(CartPole(num_envs=8, seed=0, n_threads=1),
+                     small_cfg(horizon=8, critic_iterations=epochs, critic_minibatches=4), progress=False)
+        agent.iteration()
+        agent.iteration()
+        steps = {int(st["step"]) for st in agent.critic_opt.state.values()}
+        assert steps == {2 * epochs * 4}, (epochs, steps)
