@@ -39,3 +39,18 @@ def test_quick_study_end_to_end(tmp_path):
     assert main(args) == 0
     assert (runs / "shac_soft_s0" / "model_final.pt").exists()
     assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]
+
+
+def test_a_shac_run_of_another_preset_is_not_resumed(tmp_path):
+    """A SHAC run started with one preset (its config.json) stops the study under another, with a
+    message naming both; a run of the same preset, and PPO runs, pass."""
+    from moreau.studies.locomotion import PROTOCOLS, check_presets, plan
+    runs = plan(["shac_smooth", "ppo_smooth"], [0], str(tmp_path), PROTOCOLS["quick"], "walk_fast")
+    for r in runs:
+        os.makedirs(r.dir)
+        with open(os.path.join(r.dir, "config.json"), "w") as f:
+            json.dump({"args": {"preset": "walk"}}, f)
+    with pytest.raises(SystemExit, match="trained with --shac-preset walk, not walk_fast"):
+        check_presets(runs, "walk_fast")
+    check_presets(runs, "walk")
+    check_presets([r for r in runs if r.trainer == "ppo"], "walk_fast")

@@ -4,7 +4,8 @@
     python3 -m moreau.studies.locomotion --quick --out /tmp/b  # every stage in a few minutes
     python3 -m moreau.studies.locomotion --methods shac_smooth ppo_hard --seeds 0 1 2 --jobs 2
 
-Methods: SHAC (moreau.shac, ``--shac-preset``, default "walk") through each contact model
+Methods: SHAC (moreau.shac, ``--shac-preset``, default "walk_fast", the shipped configuration of
+README "SHAC walks") through each contact model
 (shac_hard, shac_soft, shac_smooth, shac_hard_smooth_grad) and rsl_rl's PPO (moreau.train_ppo:
 legged_gym's ANYmal settings, the same task preset and reward, rewards clipped at 0 per step as
 legged_gym does) through hard and through smooth contact (ppo_hard, ppo_smooth).
@@ -28,7 +29,8 @@ Stages, each resumable (a finished run or evaluation is skipped; run the command
    (each method's best finished seed's final checkpoint), and ``runs/<run>``: each run's
    resumable state (configuration, log, cached evaluations, newest checkpoint). A run folder
    missing under ``--runs`` (a fresh clone) is first restored from there, so the committed
-   results go on where they stopped.
+   results go on where they stopped; a SHAC run started with another preset stops the study
+   with an error rather than being resumed under this one.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "archive", "restore", "train", "evaluate_runs", "summarize", "main"]
+__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive", "restore", "train", "evaluate_runs", "summarize", "main"]
 
 # method -> (trainer, contact model it trains through)
 METHODS = {
@@ -54,7 +56,7 @@ METHODS = {
     "ppo_smooth": ("ppo", "smooth"),
 }
 
-# Budgets. full: SHAC's "walk" preset as shipped (2,500 iterations × 256 envs × 32 steps = 20.5 M
+# Budgets. full: SHAC's presets as shipped (2,500 iterations × 256 envs × 32 steps = 20.5 M
 # samples); PPO with legged_gym's ANYmal iterations (1,500) at 2,048 envs × 24 steps = 73.7 M
 # samples, more than 10× the samples SHAC-smooth needs to reach the bar (about 7-9 M).
 PROTOCOLS = {
@@ -96,7 +98,7 @@ class Run:
         return os.path.basename(self.dir)
 
 
-def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk",
+def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk_fast",
          device: str = "cpu") -> List[Run]:
     from ..shac import PRESETS
     task_preset = PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
@@ -135,6 +137,20 @@ def restore(runs: List[Run], src: str) -> List[Run]:
             shutil.copytree(a, r.dir)
             done.append(r)
     return done
+
+
+def check_presets(runs: List[Run], shac_preset: str) -> None:
+    """Stops before a SHAC run trained with another preset is resumed under ``shac_preset`` (its
+    config.json, written by moreau.shac, names the preset it was started with)."""
+    for r in runs:
+        cfg = os.path.join(r.dir, "config.json")
+        if r.trainer != "shac" or not os.path.exists(cfg):
+            continue
+        with open(cfg) as f:
+            had = json.load(f)["args"].get("preset")
+        if had != shac_preset:
+            raise SystemExit(f"moreau.studies.locomotion: {r.dir} was trained with --shac-preset {had}, not "
+                             f"{shac_preset}: pass --shac-preset {had}, or move the run (and its archive) away")
 
 
 def _progress(total: int, desc: str):
@@ -305,8 +321,8 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="tiny budgets: every stage end to end in minutes")
     p.add_argument("--runs", default=None, help="run folders (default runs/study_b, runs/study_b_quick)")
     p.add_argument("--out", default=None, help="results (default results/study_b, runs/study_b_quick/results)")
-    p.add_argument("--shac-preset", default="walk", help="moreau.shac preset of every SHAC run (its task "
-                   "preset is PPO's too)")
+    p.add_argument("--shac-preset", default="walk_fast", help="moreau.shac preset of every SHAC run (default "
+                   "walk_fast, the shipped one; its task preset is PPO's too)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained side by side (one core each)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-train", action="store_true", help="evaluate and summarise what is there")
@@ -317,6 +333,7 @@ def main(argv=None) -> int:
     runs = plan(a.methods, a.seeds, runs_dir, protocol, a.shac_preset, a.device)
     for r in restore(runs, os.path.join(out, "runs")):
         print(f"moreau.studies.locomotion: {r.name} restored from {os.path.join(out, 'runs')}")
+    check_presets(runs, a.shac_preset)
     if not a.no_train:
         failed = train(runs, a.jobs)
         for r in failed:
