@@ -142,7 +142,7 @@ def shac_breakdown(task: str, contact, n_env: int, iterations: int, preset=None,
         "sim backward (step_adjoint)": sim_b,
         "actor backward rest (networks, rewards, autograd)": tm["backward"] - sim_b,
         "actor update (clip, Adam)": tm["actor_update"],
-        "critic training (TD(λ), 16 × 4 minibatches)": tm["critic"],
+        f"critic training (TD(λ), {cfg.critic_iterations} × {cfg.critic_minibatches} minibatches)": tm["critic"],
         "_samples": cfg.horizon * n_env,
     }
 
