@@ -109,9 +109,8 @@ PRESETS = {
                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"])),
     "walk_noise": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], action_noise=0.3)),
-    "walk_fast": dict(task="locomotion", task_preset="trot_curriculum", contact="smooth", num_envs=256,
-                      iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], action_noise=0.3, critic_iterations=4)),
 }
+PRESETS["walk_fast"] = dict(PRESETS["walk_noise"], shac=dict(PRESETS["walk_noise"]["shac"], critic_iterations=4))
 
 
 def mlp(n_in: int, hidden: Sequence[int], n_out: int) -> nn.Sequential:

@@ -44,7 +44,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive", "restore", "train", "evaluate_runs", "summarize", "main"]
+__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive", "restore", "train", "evaluate_runs",
+           "summarize", "main"]
 
 # method -> (trainer, contact model it trains through)
 METHODS = {
