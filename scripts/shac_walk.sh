@@ -35,7 +35,7 @@ python3 -m moreau.learning_curve "${runs[@]}" --contact hard --every 2 --plot ru
 python3 -m moreau.learning_curve "${runs[@]}" --contact smooth --last --plot runs/${preset}_curves_smooth.png \
   --summary runs/${preset}_summary_smooth.json
 for s in "${seeds[@]}"; do  # each run's resumable state, with its evaluations, for the next session
-  python3 -c 'import sys; from moreau.studies.screen import _copy_state; _copy_state(*sys.argv[1:])' \
+  python3 -c 'import sys; from moreau.studies.locomotion import archive_run; archive_run(*sys.argv[1:])' \
     "runs/${preset}_s$s" "results/shac_walk/checkpoints/${preset}_s$s"
 done
 best=$(python3 - "${runs[@]}" <<'PY'

@@ -54,3 +54,19 @@ def test_a_shac_run_of_another_preset_is_not_resumed(tmp_path):
         check_presets(runs, "walk_fast")
     check_presets(runs, "walk")
     check_presets([r for r in runs if r.trainer == "ppo"], "walk_fast")
+
+
+def test_a_run_at_the_bar_from_its_first_evaluated_checkpoint_is_censored(tmp_path):
+    """A run whose earliest evaluated checkpoint is already at the bar (the earlier ones lost) gives an
+    upper bound on the samples to the bar: flagged, and left out of the method's median."""
+    from moreau.studies.locomotion import PROTOCOLS, plan, summarize
+    runs = plan(["shac_hard"], [0, 1], str(tmp_path), PROTOCOLS["quick"], "walk_fast")
+    row = lambda steps, err: {"env_steps_trained": steps, "wall_time_trained": steps / 1e4, "lin_vel_error": err,
+                              "yaw_rate_error": 0.05, "falls_per_minute": 0.0, "trot_fraction": 0.8}
+    curves = {"shac_hard_s0": [row(8e5, 0.7), row(7e6, 0.15), row(2e7, 0.07)],  # at the bar from 7 M
+              "shac_hard_s1": [row(1.4e7, 0.08), row(2e7, 0.07)]}  # lost before 14 M
+    table = summarize(runs, {k: {"hard": v, "own": v} for k, v in curves.items()})
+    censored = {r["seed"]: (r["bar_samples"], r["bar_censored"]) for r in table["runs"]}
+    assert censored == {0: (7e6, False), 1: (1.4e7, True)}
+    assert table["methods"]["shac_hard"]["at_bar"] == 2
+    assert table["methods"]["shac_hard"]["median_bar_samples"] == 7e6

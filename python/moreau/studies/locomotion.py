@@ -20,8 +20,9 @@ Stages, each resumable (a finished run or evaluation is skipped; run the command
    seed 1, deterministic actions), and the last checkpoint under the run's own training contact
    (the transfer gap);
 3. write under ``--out``: ``runs.csv`` / ``study.json`` (per run: samples, training seconds, the
-   first checkpoint at the bar of moreau.learning_curve.BARS, the last checkpoint's errors under
-   hard and own contact, the transfer gap; per method: seeds at the bar, median samples and
+   first checkpoint at the bar of moreau.learning_curve.BARS (``bar_censored`` when that is the
+   first checkpoint evaluated: an upper bound, left out of the medians), the last checkpoint's
+   errors under hard and own contact, the transfer gap; per method: seeds at the bar, median samples and
    seconds to it; the ratios of PPO's to SHAC-smooth's samples and seconds; the standing
    baseline), ``curves.png`` (tracking error against samples, log x, one colour per method),
    ``transfer.png`` (last errors, own contact vs hard), ``traces.png`` (commanded vs achieved
@@ -44,8 +45,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive", "restore", "train", "evaluate_runs",
-           "summarize", "main"]
+__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive_run", "archive", "restore", "train",
+           "evaluate_runs", "summarize", "main"]
 
 # method -> (trainer, contact model it trains through)
 METHODS = {
@@ -115,17 +116,20 @@ def _state_files(run_dir: str) -> List[str]:
     return [os.path.join(run_dir, f) for f in names] + cks[-1:]
 
 
+def archive_run(run_dir: str, dest: str) -> None:
+    """``dest`` holds ``run_dir``'s resumable state only (_state_files: configuration, log, cached
+    evaluations, newest checkpoint; a few MB, small enough to commit), replacing what was there."""
+    shutil.rmtree(dest, ignore_errors=True)
+    os.makedirs(dest)
+    for f in _state_files(run_dir):
+        shutil.copy2(f, dest)
+
+
 def archive(runs: List[Run], dest: str) -> None:
-    """Copies every run's resumable state (_state_files: a few MB a run, small enough to commit)
-    into ``dest``/<run>, replacing what was there."""
+    """archive_run of every run that has a folder, into ``dest``/<run>."""
     for r in runs:
-        if not os.path.isdir(r.dir):
-            continue
-        d = os.path.join(dest, r.name)
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
-        for f in _state_files(r.dir):
-            shutil.copy2(f, d)
+        if os.path.isdir(r.dir):
+            archive_run(r.dir, os.path.join(dest, r.name))
 
 
 def restore(runs: List[Run], src: str) -> List[Run]:
@@ -224,11 +228,14 @@ def summarize(runs: List[Run], curves: Dict[str, Dict[str, List[Dict]]], baselin
             continue
         hard, own = c["hard"][-1], c["own"][-1] if c["own"] else None
         first = first_at_bar(c["hard"])
+        # at the bar at its first evaluated checkpoint: the earlier checkpoints were lost (a run archived
+        # before it was evaluated), so bar_samples is an upper bound, left out of the medians
+        censored = first is not None and first is c["hard"][0]
         gap = (hard["lin_vel_error"] / own["lin_vel_error"] - 1.0) if own and own["lin_vel_error"] > 0 else None
         row = {"method": r.method, "seed": r.seed, "trainer": r.trainer, "contact": r.contact, "finished": r.finished,
                "samples": hard["env_steps_trained"], "seconds": hard.get("wall_time_trained"),
                "bar_samples": first["env_steps_trained"] if first else None,
-               "bar_seconds": first.get("wall_time_trained") if first else None,
+               "bar_seconds": first.get("wall_time_trained") if first else None, "bar_censored": censored,
                **{f"hard_{k}": hard.get(k) for k in keep}, **{f"own_{k}": own.get(k) if own else None for k in keep},
                "transfer_gap": gap}
         rows.append(row)
@@ -238,8 +245,8 @@ def summarize(runs: List[Run], curves: Dict[str, Dict[str, List[Dict]]], baselin
         per_method[m] = {
             "seeds": len(rs), "finished": sum(r["finished"] for r in rs),
             "at_bar": sum(r["bar_samples"] is not None for r in rs),
-            "median_bar_samples": _median([r["bar_samples"] for r in rs]),
-            "median_bar_seconds": _median([r["bar_seconds"] for r in rs]),
+            "median_bar_samples": _median([r["bar_samples"] for r in rs if not r["bar_censored"]]),
+            "median_bar_seconds": _median([r["bar_seconds"] for r in rs if not r["bar_censored"]]),
             **{f"median_hard_{k}": _median([r[f"hard_{k}"] for r in rs]) for k in keep},
             "median_transfer_gap": _median([r["transfer_gap"] for r in rs])}
     ratios = {}

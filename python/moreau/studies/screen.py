@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
 from ..learning_curve import checkpoints
+from .locomotion import archive_run
 
 __all__ = ["jump_iteration", "summarize", "main"]
 
@@ -87,16 +88,6 @@ def summarize(run_dirs: Dict[int, str], until: int) -> Dict:
             "trotting": sum(bool(s.get("trotting")) for s in done)}
 
 
-def _copy_state(run_dir: str, dest: str) -> None:
-    """dest holds run_dir's resumable state only (Study B's archive: config, log, evaluations,
-    newest checkpoint)."""
-    from .locomotion import _state_files
-    shutil.rmtree(dest, ignore_errors=True)
-    os.makedirs(dest)
-    for f in _state_files(run_dir):
-        shutil.copy2(f, dest)
-
-
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: List[str] = []
@@ -140,7 +131,7 @@ def main(argv=None) -> int:
             rc = 0 if a.report else run(train)
             if rc == 0 and checkpoints(d):
                 rc = run(evaluate)
-        _copy_state(d, os.path.join(out, f"walk_s{seed}"))
+        archive_run(d, os.path.join(out, f"walk_s{seed}"))
         return rc
 
     with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
