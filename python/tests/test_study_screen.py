@@ -65,6 +65,9 @@ def test_screen_trains_copies_and_resumes(tmp_path):
     # a call for one seed keeps the others in the summary
     assert main(args[:3] + ["1"] + args[5:]) == 0  # --seeds 1 only
     assert sorted(json.loads((out / "tiny" / "screen.json").read_text())["seeds"]) == ["0", "1"]
+    # a report (no options after --) keeps the options the seeds trained with
+    assert main(args[:args.index("--")] + ["--report"]) == 0
+    assert json.loads((out / "tiny" / "screen.json").read_text())["shac_args"][:2] == ["--num-envs", "8"]
 
 
 def test_screen_rejects_an_unknown_shac_option(tmp_path, capsys):

@@ -110,6 +110,9 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     dirs = {s: os.path.join(a.runs, a.name, f"walk_s{s}") for s in a.seeds}
     out = os.path.join(a.out, a.name)
+    if a.report and not extra and os.path.exists(os.path.join(out, "screen.json")):
+        with open(os.path.join(out, "screen.json")) as f:  # a report keeps the options the seeds trained with
+            extra = json.load(f).get("shac_args", [])
     for s, d in dirs.items():  # a fresh clone resumes from what was committed
         src = os.path.join(out, f"walk_s{s}")
         if not os.path.exists(d) and os.path.isdir(src):
