@@ -111,6 +111,8 @@ PRESETS = {
                        iterations=2500, shac=dict(TASK_DEFAULTS["locomotion"], action_noise=0.3)),
 }
 PRESETS["walk_fast"] = dict(PRESETS["walk_noise"], shac=dict(PRESETS["walk_noise"]["shac"], critic_iterations=4))
+# walk_fast on trot_curriculum_1m (the warm-up 1 M samples instead of 4 M): Study B's second protocol
+PRESETS["walk_fast_1m"] = dict(PRESETS["walk_fast"], task_preset="trot_curriculum_1m")
 
 
 def mlp(n_in: int, hidden: Sequence[int], n_out: int) -> nn.Sequential:

@@ -95,7 +95,7 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
           torch_threads: Optional[int] = None, train_cfg: Optional[Dict[str, Any]] = None,
           task_kwargs: Optional[Dict[str, Any]] = None, eval_seed: int = 12345, eval_steps: Optional[int] = None,
           verbose: bool = True, save_interval: int = 50, resume: Optional[str] = None,
-          meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+          meta: Optional[Dict[str, Any]] = None, until: Optional[int] = None) -> Dict[str, Any]:
     """Trains PPO on ``task``; returns {"runner", "env", "initial", "final", "seconds"} where
     initial/final are ``evaluate`` results (deterministic policy) on a separate env seeded with
     ``eval_seed`` (None with ``eval_steps`` = 0). ``train_cfg``: overrides of
@@ -109,7 +109,10 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
     rsl_rl's mean return and length of the last 100 episodes, action std, learning rate, command
     scale) and ``summary.json``. ``resume``: a
     checkpoint to continue from, or "auto" (the newest in ``log_dir``; a finished run is not
-    trained again). ``meta``: extra entries for the checkpoints' ``infos["moreau"]``."""
+    trained again). ``meta``: extra entries for the checkpoints' ``infos["moreau"]``. ``until``:
+    stop after this iteration with a ``model_<it>.pt`` (no model_final.pt, no final evaluation),
+    a run to resume later; nothing in rsl_rl's PPO depends on ``iterations``, so the first
+    ``until`` iterations are those of the whole run."""
     if torch_threads is None and torch.device(device).type == "cpu":
         torch_threads = 1  # small MLPs; more threads only contend with the simulator's workers
     threads_before = torch.get_num_threads()
@@ -117,13 +120,13 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
         torch.set_num_threads(int(torch_threads))
     try:
         return _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs,
-                      eval_seed, eval_steps, verbose, save_interval, resume, meta or {})
+                      eval_seed, eval_steps, verbose, save_interval, resume, meta or {}, until)
     finally:
         torch.set_num_threads(threads_before)
 
 
 def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs, eval_seed,
-           eval_steps, verbose, save_interval, resume, meta):
+           eval_steps, verbose, save_interval, resume, meta, until=None):
     from .rl.rsl_rl import RslRlVecEnv, default_train_cfg
     from .shac import env_config, latest_checkpoint
 
@@ -166,8 +169,9 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
     log = CsvLog(os.path.join(log_dir, "log.csv"), it) if log_dir else None
     per_it = cfg["num_steps_per_env"] * num_envs * world
     t_start = time.time()
+    stop = iterations if until is None else min(until, iterations)
     try:
-        while it < iterations:  # one rsl_rl iteration at a time: log.csv rows and checkpoints
+        while it < stop:  # one rsl_rl iteration at a time: log.csv rows and checkpoints
             t0 = time.time()
             runner.learn(1, init_at_random_ep_len=False)
             dt = time.time() - t0
@@ -180,14 +184,18 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
                            "action_std": float(runner.alg.get_policy().output_std.detach().mean()),
                            "learning_rate": runner.alg.learning_rate,
                            "command_scale": env.command_scale() if hasattr(env, "command_scale") else 1.0})
-                if save_interval > 0 and it % save_interval == 0:
+                if (save_interval > 0 and it % save_interval == 0) or (it == stop < iterations):
                     save(os.path.join(log_dir, f"model_{it}.pt"))
-        if log_dir:
+        if log_dir and it >= iterations:
             save(os.path.join(log_dir, "model_final.pt"))
     finally:
         if log is not None:
             log.close()
     seconds = time.time() - t_start
+    if it < iterations:
+        if verbose:
+            print(f"[train_ppo] stopped at iteration {it} of {iterations} (--until); resume to go on", flush=True)
+        return {"runner": runner, "env": env, "initial": initial, "final": None, "seconds": seconds}
     final = evaluate(runner.alg.get_policy(), eval_env, eval_steps) if eval_env is not None else None
     if verbose:
         print(f"[train_ppo] after {iterations} iterations ({seconds:.1f} s): final {json.dumps(final)}", flush=True)
@@ -223,6 +231,8 @@ def main(argv=None) -> int:
                    "after training (default: an episode; 0: none)")
     p.add_argument("--save-interval", type=int, default=50, help="checkpoint every this many iterations")
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --log-dir")
+    p.add_argument("--until", type=int, default=None, help="stop after this iteration (a model_<it>.pt, not "
+                   "model_final.pt, is saved): a run to continue later with --resume")
     a = p.parse_args(argv)
     task_kwargs: Dict[str, Any] = {}
     if a.task == "locomotion":
@@ -240,7 +250,7 @@ def main(argv=None) -> int:
     train_cfg = {"num_steps_per_env": a.steps_per_env} if a.steps_per_env else None
     train(a.task, a.iterations, a.num_envs, contact, a.device, a.seed, a.log_dir, a.n_threads, a.torch_threads,
           train_cfg, task_kwargs, eval_steps=a.eval_steps, save_interval=a.save_interval, resume=a.resume,
-          meta={"task_preset": a.task_preset})
+          meta={"task_preset": a.task_preset}, until=a.until)
     return 0
 
 

@@ -130,3 +130,17 @@ def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
     assert a.shape == (3, 12) and torch.equal(a, policy(env.get_observations()))  # deterministic
     rows = evaluate_run(str(log), "hard", num_envs=2, seconds=0.1)
     assert [r["iteration"] for r in rows] == [2, 4, 5] and all(r["lin_vel_error"] >= 0 for r in rows)
+
+
+def test_until_stops_a_run_that_a_resume_finishes(tmp_path):
+    """--until N stops after iteration N with model_N.pt and no model_final.pt; a resume with the
+    same budget goes on to the end."""
+    log = tmp_path / "ppo"
+    args = ["--task", "locomotion", "--iterations", "3", "--num-envs", "4", "--contact", "smooth", "--steps-per-env",
+            "4", "--n-threads", "1", "--log-dir", str(log), "--save-interval", "2", "--episode-length-s", "0.2",
+            "--eval-steps", "0", "--resume", "auto"]
+    assert main(args + ["--until", "1"]) == 0
+    assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt"]
+    assert main(args) == 0
+    assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt", "model_2.pt", "model_final.pt"]
+    assert json.loads((log / "summary.json").read_text())["samples"] == 3 * 4 * 4

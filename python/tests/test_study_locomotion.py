@@ -70,3 +70,32 @@ def test_a_run_at_the_bar_from_its_first_evaluated_checkpoint_is_censored(tmp_pa
     assert censored == {0: (7e6, False), 1: (1.4e7, True)}
     assert table["methods"]["shac_hard"]["at_bar"] == 2
     assert table["methods"]["shac_hard"]["median_bar_samples"] == 7e6
+
+
+def test_until_samples_trains_a_prefix_that_a_later_call_finishes(tmp_path):
+    """--until-samples N stops each run at the iteration that holds N samples (PPO's quick
+    iterations hold 64, SHAC's 32): the table lists the unfinished run; a call without it finishes."""
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    args = ["--quick", "--runs", str(runs), "--out", str(out), "--seeds", "0", "--methods", "shac_smooth", "ppo_smooth"]
+    assert main(args + ["--until-samples", "64"]) == 0
+    table = {r["method"]: r for r in json.loads((out / "study.json").read_text())["runs"]}
+    assert table["shac_smooth"]["finished"] and table["shac_smooth"]["samples"] == 2 * 32
+    assert not table["ppo_smooth"]["finished"] and table["ppo_smooth"]["samples"] == 64
+    assert main(args) == 0
+    table = {r["method"]: r for r in json.loads((out / "study.json").read_text())["runs"]}
+    assert table["ppo_smooth"]["finished"] and table["ppo_smooth"]["samples"] == 2 * 64
+
+
+def test_another_shac_preset_gives_its_task_to_ppo():
+    """PPO trains on the SHAC preset's task preset (walk_fast_1m: trot_curriculum_1m, the 1 M
+    warm-up); the quick SHAC iteration holds 8 envs × 4 steps."""
+    from moreau.studies.locomotion import PROTOCOLS, plan
+    from moreau.tasks.locomotion import preset_kwargs
+    shac, ppo = plan(["shac_smooth", "ppo_hard"], [0], "/nonexistent", PROTOCOLS["quick"], "walk_fast_1m",
+                     until_samples=100)
+    assert ppo.cmd[ppo.cmd.index("--task-preset") + 1] == "trot_curriculum_1m"
+    assert shac.cmd[shac.cmd.index("--preset") + 1] == "walk_fast_1m"
+    assert (shac.samples_per_iteration("walk_fast_1m"), shac.until) == (32, 4)
+    assert (ppo.samples_per_iteration("walk_fast_1m"), ppo.until) == (64, 2)
+    a, b = preset_kwargs("trot_curriculum"), preset_kwargs("trot_curriculum_1m")
+    assert b.pop("curriculum_warmup_samples") == 1e6 and a.pop("curriculum_warmup_samples") == 4e6 and a == b

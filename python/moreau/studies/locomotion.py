@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -75,7 +76,7 @@ class Run:
     """One method × seed: its folder and the command that trains it (or resumes it)."""
 
     def __init__(self, method: str, seed: int, runs_dir: str, protocol: Dict, shac_preset: str, task_preset: str,
-                 device: str):
+                 device: str, until_samples: Optional[float] = None):
         self.method, self.seed = method, seed
         self.trainer, self.contact = METHODS[method]
         self.dir = os.path.join(runs_dir, f"{method}_s{seed}")
@@ -90,6 +91,21 @@ class Run:
                              self.contact, "--seed", str(seed), "--log-dir", self.dir, "--n-threads", "1",
                              "--torch-threads", "1", "--resume", "auto", "--eval-steps", "0", "--device", device]
             self.cmd += protocol["ppo_args"]
+        # --until: this call trains to the iteration that holds until_samples (a prefix of the run)
+        self.until = None if until_samples is None else math.ceil(until_samples / self.samples_per_iteration(shac_preset))
+        if self.until is not None:
+            self.cmd += ["--until", str(self.until)]
+
+    def samples_per_iteration(self, shac_preset: str) -> int:
+        """Environment samples of one training iteration: envs × horizon (SHAC) or × steps (PPO)."""
+        def arg(flag: str, default: int) -> int:
+            return int(self.cmd[self.cmd.index(flag) + 1]) if flag in self.cmd else default
+        if self.trainer == "shac":
+            from ..shac import PRESETS, SHACConfig
+            pre = PRESETS[shac_preset]
+            return arg("--num-envs", pre["num_envs"]) * arg("--horizon", pre["shac"].get("horizon", SHACConfig.horizon))
+        from ..rl.rsl_rl import default_train_cfg
+        return arg("--num-envs", 64) * arg("--steps-per-env", default_train_cfg()["num_steps_per_env"])
 
     @property
     def finished(self) -> bool:
@@ -101,10 +117,11 @@ class Run:
 
 
 def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk_fast",
-         device: str = "cpu") -> List[Run]:
+         device: str = "cpu", until_samples: Optional[float] = None) -> List[Run]:
     from ..shac import PRESETS
     task_preset = PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
-    return [Run(m, s, runs_dir, protocol, shac_preset, task_preset, device) for s in seeds for m in methods]
+    return [Run(m, s, runs_dir, protocol, shac_preset, task_preset, device, until_samples)
+            for s in seeds for m in methods]
 
 
 def _state_files(run_dir: str) -> List[str]:
@@ -178,7 +195,7 @@ def train(runs: List[Run], jobs: int = 2) -> List[Run]:
         os.makedirs(os.path.dirname(run.dir) or ".", exist_ok=True)
         with open(run.dir + ".out", "a") as out:
             rc = subprocess.run(run.cmd, stdout=out, stderr=subprocess.STDOUT).returncode
-        if rc != 0 or not run.finished:
+        if rc != 0 or (not run.finished and run.until is None):
             failed.append(run)
         if bar is not None:
             bar.update(1)
@@ -327,18 +344,24 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--quick", action="store_true", help="tiny budgets: every stage end to end in minutes")
-    p.add_argument("--runs", default=None, help="run folders (default runs/study_b, runs/study_b_quick)")
-    p.add_argument("--out", default=None, help="results (default results/study_b, runs/study_b_quick/results)")
+    p.add_argument("--runs", default=None, help="run folders (default runs/study_b, runs/study_b_quick; "
+                   "runs/study_b_<preset> for another --shac-preset)")
+    p.add_argument("--out", default=None, help="results (default results/study_b, runs/study_b_quick/results; "
+                   "results/study_b_<preset> for another --shac-preset)")
     p.add_argument("--shac-preset", default="walk_fast", help="moreau.shac preset of every SHAC run (default "
                    "walk_fast, the shipped one; its task preset is PPO's too)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained side by side (one core each)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-train", action="store_true", help="evaluate and summarise what is there")
+    p.add_argument("--until-samples", type=float, default=None, metavar="N", help="this call trains each run to "
+                   "the iteration that holds N environment samples and stops there (the schedules still run over "
+                   "the whole budget): a prefix of the full run, to go on with a later call")
     a = p.parse_args(argv)
     protocol = PROTOCOLS["quick" if a.quick else "full"]
-    runs_dir = a.runs or ("runs/study_b_quick" if a.quick else "runs/study_b")
-    out = a.out or (os.path.join(runs_dir, "results") if a.quick else "results/study_b")
-    runs = plan(a.methods, a.seeds, runs_dir, protocol, a.shac_preset, a.device)
+    name = "study_b" if a.shac_preset == "walk_fast" else f"study_b_{a.shac_preset}"
+    runs_dir = a.runs or (f"runs/{name}_quick" if a.quick else f"runs/{name}")
+    out = a.out or (os.path.join(runs_dir, "results") if a.quick else f"results/{name}")
+    runs = plan(a.methods, a.seeds, runs_dir, protocol, a.shac_preset, a.device, a.until_samples)
     for r in restore(runs, os.path.join(out, "runs")):
         print(f"moreau.studies.locomotion: {r.name} restored from {os.path.join(out, 'runs')}")
     check_presets(runs, a.shac_preset)
