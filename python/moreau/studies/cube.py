@@ -303,7 +303,7 @@ def main(argv=None) -> int:
     proto = {k: getattr(a, k) for k in ("hidden", "epochs", "patience", "epoch_windows", "lr", "batch", "data_tosses",
                                         "val_tosses", "test_tosses", "rollout", "seed")}
     todo = [] if a.report else [
-        (s, m, n) for m in a.models for n in sorted(a.tosses) for s in a.settings  # every setting at small N first
+        (s, m, n) for n in sorted(a.tosses) for m in a.models for s in a.settings  # small N first, both models
         if not any(r["setting"] == s and r["model"] == m and r["tosses"] == n and r["protocol"] == proto for r in rows)]
     try:
         from tqdm import tqdm
