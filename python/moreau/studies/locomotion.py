@@ -4,8 +4,8 @@
     python3 -m moreau.studies.locomotion --quick --out /tmp/b  # every stage in a few minutes
     python3 -m moreau.studies.locomotion --methods shac_smooth ppo_hard --seeds 0 1 2 --jobs 2
 
-Methods: SHAC (moreau.shac, ``--shac-preset``, default "walk_fast", the shipped configuration of
-README "SHAC walks") through each contact model
+Methods: SHAC (moreau.shac, ``--shac-preset``, default "walk_fast_1m": the shipped configuration of
+README "SHAC walks", "walk_fast", with a 1 M-sample fixed-command warm-up) through each contact model
 (shac_hard, shac_soft, shac_smooth, shac_hard_smooth_grad) and rsl_rl's PPO (moreau.train_ppo:
 legged_gym's ANYmal settings, the same task preset and reward, rewards clipped at 0 per step as
 legged_gym does) through hard and through smooth contact (ppo_hard, ppo_smooth).
@@ -61,7 +61,8 @@ METHODS = {
 
 # Budgets. full: SHAC's presets as shipped (2,500 iterations × 256 envs × 32 steps = 20.5 M
 # samples); PPO with legged_gym's ANYmal iterations (1,500) at 2,048 envs × 24 steps = 73.7 M
-# samples, more than 10× the samples SHAC-smooth needs to reach the bar (about 7-9 M).
+# samples, more than 10× the samples SHAC-smooth needs to reach the bar (about 5 M with
+# walk_fast_1m, 7 M with walk_fast).
 PROTOCOLS = {
     "full": dict(shac_args=[], ppo_args=["--iterations", "1500", "--num-envs", "2048", "--steps-per-env", "24",
                                          "--save-interval", "25"],
@@ -116,7 +117,7 @@ class Run:
         return os.path.basename(self.dir)
 
 
-def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk_fast",
+def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk_fast_1m",
          device: str = "cpu", until_samples: Optional[float] = None) -> List[Run]:
     from ..shac import PRESETS
     task_preset = PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
@@ -344,12 +345,13 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--quick", action="store_true", help="tiny budgets: every stage end to end in minutes")
-    p.add_argument("--runs", default=None, help="run folders (default runs/study_b, runs/study_b_quick; "
-                   "runs/study_b_<preset> for another --shac-preset)")
-    p.add_argument("--out", default=None, help="results (default results/study_b, runs/study_b_quick/results; "
-                   "results/study_b_<preset> for another --shac-preset)")
-    p.add_argument("--shac-preset", default="walk_fast", help="moreau.shac preset of every SHAC run (default "
-                   "walk_fast, the shipped one; its task preset is PPO's too)")
+    p.add_argument("--runs", default=None, help="run folders (default runs/study_b_<preset>, "
+                   "runs/study_b_<preset>_quick; runs/study_b for walk_fast)")
+    p.add_argument("--out", default=None, help="results (default results/study_b_<preset>, "
+                   "runs/study_b_<preset>_quick/results; results/study_b for walk_fast)")
+    p.add_argument("--shac-preset", default="walk_fast_1m", help="moreau.shac preset of every SHAC run (default "
+                   "walk_fast_1m: walk_fast, the shipped one, with a 1 M-sample warm-up; its task preset is PPO's "
+                   "too)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained side by side (one core each)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-train", action="store_true", help="evaluate and summarise what is there")
