@@ -15,7 +15,7 @@ FUNC = re.compile(r"^MOREAU_HD\w*\s.*?\b(\w+)\s*\(")
 def line_costs(path):
     """(file, line) -> Ir, self costs only (the cost line after calls= is a call's inclusive cost)."""
     names, costs = {}, collections.Counter()
-    cur = sub = None
+    sub = None  # the file the cost lines belong to (fl=, or an inlined one: fi=/fe=)
     pos, skip = 0, False
     for raw in open(path):
         line = raw.rstrip("\n")
@@ -23,11 +23,7 @@ def line_costs(path):
         if m:
             if m.group(3):
                 names[m.group(2)] = m.group(3)
-            if m.group(1).startswith("c"):
-                continue
-            if m.group(1) == "fl":
-                cur = sub = names[m.group(2)]
-            else:
+            if not m.group(1).startswith("c"):  # cfi/cfl name a callee's file
                 sub = names[m.group(2)]
             continue
         if line.startswith("calls="):

@@ -225,15 +225,20 @@ def plot(out: str, rows: List[Dict], curves: Dict[str, List[Dict]], rollout: int
     kinds = sorted({r["model"] for r in rows})
     settings = [s for s in SETTINGS if any(r["setting"] == s for r in rows)]
     for metric, fname, label in (("test_mse", "test_error.png", "test MSE (standardised)"),
-                                 (f"rollout{rollout}_pos_m", "rollout_error.png", f"{rollout}-step position error [m]")):
+                                 (f"rollout{rollout}_pos_m", "rollout_error.png", f"{rollout}-step position error [m] (x: diverged)")):
         fig, axes = plt.subplots(1, len(kinds), figsize=(6 * len(kinds), 4), squeeze=False)
         for ax, kind in zip(axes[0], kinds):
             for s in settings:
                 rs = sorted((r for r in rows if r["setting"] == s and r["model"] == kind and r.get(metric) is not None),
                             key=lambda r: r["tosses"])
                 if rs:
-                    ax.plot([r["tosses"] for r in rs], [r[metric] for r in rs], marker="o", ms=3, label=s,
-                            ls="-" if SETTINGS[s]["contact"] == "soft" else "--")
+                    n, y = [r["tosses"] for r in rs], [r[metric] for r in rs]
+                    # a rollout that diverged (error beyond 1 m, a cube toss's scale) is drawn at 1 m, as x
+                    cap = 1.0 if metric.startswith("rollout") else math.inf
+                    line, = ax.plot(n, [min(v, cap) for v in y], marker="o", ms=3, label=s,
+                                    ls="-" if SETTINGS[s]["contact"] == "soft" else "--")
+                    ax.plot([a for a, v in zip(n, y) if v > cap], [cap for v in y if v > cap], "x", ms=9,
+                            color=line.get_color())
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("training tosses N")
