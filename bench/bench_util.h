@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -52,6 +53,43 @@ inline double spread(const std::vector<double>& x) {
   return (*hi - *lo) / median(x);
 }
 
+// One timed run of about `seconds`: blocks of at most `per_reset` control steps, each after an
+// untimed reset. On CUDA the clock check sees launches, not completions, so a run may overshoot
+// by up to one block; the sync before reading the clock keeps the rate exact.
+template <class Runner>
+double measure(Runner& r, double seconds, int per_reset) {
+  double timed = 0, calls = 0;
+  while (timed < seconds) {
+    r.reset();
+    const auto t0 = Clock::now();
+    int k = 0;
+    do {
+      r.step();
+      ++k;
+    } while (k < per_reset && timed + seconds_since(t0) < seconds);
+    r.sync();
+    timed += seconds_since(t0);
+    calls += k;
+  }
+  return calls * r.env_steps_per_call() / timed;
+}
+
+// Calls per second of `call` over about `seconds` (device work synchronised every `batch`
+// calls, so that queued launches cannot run ahead of the clock by more than a batch).
+inline double calls_per_second(const std::function<void()>& call, const std::function<void()>& sync, double seconds,
+                               int batch) {
+  const auto t0 = Clock::now();
+  long k = 0;
+  double t = 0;
+  do {
+    for (int b = 0; b < batch; ++b) call();
+    sync();
+    k += batch;
+    t = seconds_since(t0);
+  } while (t < seconds);
+  return k / t;
+}
+
 // The standing state reached from the default one after kSettleSimSeconds with the servos
 // holding the default pose (one float64 CPU environment; cached per mode). Empty without contact.
 struct Settled {
@@ -86,9 +124,14 @@ inline mjModel* load_mjcf(const std::string& text) {
   auto vfs = std::make_unique<mjVFS>();  // ~2 MB: keep it off the stack
   mj_defaultVFS(vfs.get());
   const char* name = "model.xml";
+#if mjVERSION_HEADER >= 300  // MuJoCo 3 and later copy a buffer in (2.x: an empty file to fill)
+  if (mj_addBufferVFS(vfs.get(), name, text.data(), static_cast<int>(text.size())) != 0)
+    throw moreau::Error("MuJoCo: cannot create the in-memory MJCF file");
+#else
   if (mj_makeEmptyFileVFS(vfs.get(), name, static_cast<int>(text.size())) != 0)
     throw moreau::Error("MuJoCo: cannot create the in-memory MJCF file");
   std::copy(text.begin(), text.end(), static_cast<char*>(vfs->filedata[mj_findFileVFS(vfs.get(), name)]));
+#endif
   char err[1000] = "";
   mjModel* m = mj_loadXML(name, vfs.get(), err, sizeof err);
   mj_deleteVFS(vfs.get());
@@ -125,6 +168,9 @@ class MujocoRunner {
         const bool foot = m_->geom_bodyid[g] != 0 && m_->geom_type[g] == mjGEOM_SPHERE;
         const bool ground = m_->geom_bodyid[g] == 0 && m_->geom_type[g] == mjGEOM_PLANE;
         m_->geom_contype[g] = m_->geom_conaffinity[g] = foot || ground ? 1 : 0;
+#if mjVERSION_HEADER >= 300  // MuJoCo 3 and later filter pairs by each body's OR over its geoms too
+        if (foot || ground) m_->body_contype[m_->geom_bodyid[g]] = m_->body_conaffinity[m_->geom_bodyid[g]] = 1;
+#endif
         if (foot) {
           feet_++;
           m_->geom_condim[g] = 3;
@@ -240,6 +286,14 @@ inline std::vector<ContactMode> parse_contact_list(const std::string& list) {
   return out;
 }
 
+// moreau-mujoco-peer built against the current MuJoCo release (bench/CMakeLists.txt;
+// scripts/setup.sh fetches it), the benchmarks' second CPU peer; "" when it was not built.
+#ifdef MOREAU_MUJOCO_PEER
+inline const char* const kMujocoPeer = MOREAU_MUJOCO_PEER;
+#else
+inline const char* const kMujocoPeer = "";
+#endif
+
 // Options both benchmarks take.
 struct CommonOptions {
   std::string robot = std::string(MOREAU_ASSETS_DIR) + "/robots/anymal_c.json";
@@ -250,6 +304,7 @@ struct CommonOptions {
   bool cpu = true, cuda = true;
   std::string json_out;
   std::vector<ContactMode> contact = {ContactMode::None};
+  std::string mujoco_peer = kMujocoPeer;  // "": no second MuJoCo
 };
 
 // Consumes argv[i] (and its value) if it is a common option; throws on a bad value.
@@ -276,6 +331,9 @@ inline bool parse_common_option(int argc, char** argv, int& i, CommonOptions& o)
     o.json_out = argv[++i];
   } else if (a == "--contact") {
     o.contact = parse_contact_list(argv[++i]);
+  } else if (a == "--mujoco-peer") {
+    o.mujoco_peer = argv[++i];
+    if (o.mujoco_peer == "none") o.mujoco_peer.clear();
   } else {
     return false;
   }
@@ -297,6 +355,33 @@ inline void emit_json(const nlohmann::json& out, const std::string& path) {
   std::ofstream f(path);
   f << line << "\n";
   if (!f) throw moreau::Error("--json-out: cannot write " + path);
+}
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Runs the MuJoCo peer (bench/mujoco_peer.cc) on the benchmark's robot and one contact mode,
+// `what` = step | transition_fd | settle with `args` after; returns its JSON line. The peer
+// is a separate process because two MuJoCo versions cannot share one.
+inline nlohmann::json run_mujoco_peer(const CommonOptions& o, ContactMode mode, const std::string& what,
+                                      const std::string& args) {
+  const std::string cmd = shell_quote(o.mujoco_peer) + " --robot " + shell_quote(o.robot) + " --contact " +
+                          moreau::contact_mode_name(mode) + " --what " + what + " " + args + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw moreau::Error("--mujoco-peer: cannot run " + cmd);
+  std::string output, json_line;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) {
+    output += buf;
+    if (std::string(buf).rfind("JSON ", 0) == 0) json_line = buf + 5;
+  }
+  const int status = pclose(pipe);
+  if (status != 0 || json_line.empty())
+    throw moreau::Error("--mujoco-peer: `" + cmd + "` failed (status " + std::to_string(status) + "):\n" + output);
+  return nlohmann::json::parse(json_line);
 }
 
 // The fields every benchmark's JSON line starts with.

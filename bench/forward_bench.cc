@@ -61,11 +61,14 @@ void usage() {
       "usage: moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]\n"
       "                            [--trials N] [--device cpu|cuda|all] [--json-out FILE]\n"
       "                            [--contact none|hard|soft|smooth|hard_smooth_grad|all]\n"
+      "                            [--mujoco-peer PATH|none]\n"
       "  --envs     default: CPU 1,16,256,4096; CUDA 1024,4096,16384,65536\n"
       "  --threads  CPU threads for the table rows (default all); the MuJoCo comparison uses 1\n"
       "  --seconds  length of one timed run (default 0.5); --trials runs per figure (default 5)\n"
       "  --contact  contact mode(s), comma-separated or all (default none): with contact both\n"
-      "             simulators stand the robot on a ground plane");
+      "             simulators stand the robot on a ground plane\n"
+      "  --mujoco-peer  PATH|none: the second MuJoCo, run between the comparison's trials (default\n"
+      "             moreau-mujoco-peer, MuJoCo's current release, when built)");
 }
 
 // moreau: one call = one control step of every environment. With contact, every reset puts
@@ -113,27 +116,6 @@ class MoreauRunner {
   std::vector<double> q_, v_;
 };
 
-// One timed run of about `seconds`: blocks of at most `per_reset` control steps, each after an
-// untimed reset. On CUDA the clock check sees launches, not completions, so a run may overshoot
-// by up to one block; the sync before reading the clock keeps the rate exact.
-template <class Runner>
-double measure(Runner& r, double seconds, int per_reset) {
-  double timed = 0, calls = 0;
-  while (timed < seconds) {
-    r.reset();
-    const auto t0 = Clock::now();
-    int k = 0;
-    do {
-      r.step();
-      ++k;
-    } while (k < per_reset && timed + seconds_since(t0) < seconds);
-    r.sync();
-    timed += seconds_since(t0);
-    calls += k;
-  }
-  return calls * r.env_steps_per_call() / timed;
-}
-
 struct Row {
   std::string contact, device, dtype;
   int threads = 0;  // CPU
@@ -170,8 +152,11 @@ struct Comparison {
   int frozen = 0;              // moreau environments frozen at the end
   int mj_contacts = 0;         // MuJoCo's active contacts and base height after settling
   double mj_base_height = 0;
+  std::vector<double> peer;    // --mujoco-peer: its mj_step physics steps/s, one per trial
+  nlohmann::json peer_last;    // and its last JSON line (version, settled state)
   // moreau per-env step time / mj_step time.
   double ratio(const std::vector<double>& ours) const { return median(mujoco) / median(ours); }
+  double peer_ratio(const std::vector<double>& ours) const { return median(peer) / median(ours); }
 };
 
 Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, const Options& o, int per_reset) {
@@ -195,6 +180,10 @@ Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, con
     c.mujoco.push_back(measure(mj, o.seconds, per_reset));
     c.many_env.push_back(measure(many, o.seconds, per_reset));
     c.mujoco.push_back(measure(mj, o.seconds, per_reset));
+    if (!o.mujoco_peer.empty()) {
+      c.peer_last = run_mujoco_peer(o, mode, "step", "--seconds " + nlohmann::json(o.seconds).dump() + " --trials 1");
+      c.peer.push_back(c.peer_last["rates"][0].get<double>());
+    }
   }
   c.frozen = one.frozen() + many.frozen();
   return c;
@@ -316,6 +305,18 @@ int main(int argc, char** argv) {
                    {{std::to_string(kRatioEnvs) + "_envs", {{"ns_per_env_step", 1e9 / median(c.many_env)}, {"ratio", rn}}},
                     {"1_env", {{"ns_per_env_step", 1e9 / median(c.one_env)}, {"ratio", r1}}}}},
                   {"moreau_frozen_envs", c.frozen}};
+      if (!c.peer.empty()) {
+        const std::string version = c.peer_last["mujoco_version"];
+        std::printf("%-16s %12.0f %16s %8.3f %16s %8.3f  MuJoCo %s (moreau-mujoco-peer, between the trials above)\n", "",
+                    1e9 / median(c.peer), "", c.peer_ratio(c.many_env), "", c.peer_ratio(c.one_env), version.c_str());
+        cmp["mujoco_peer"] = {{"version", version},
+                              {"program", o.mujoco_peer},
+                              {"ns_per_step", 1e9 / median(c.peer)},
+                              {"trials_steps_per_s", c.peer},
+                              {"ratio_" + std::to_string(kRatioEnvs) + "_envs", c.peer_ratio(c.many_env)},
+                              {"ratio_1_env", c.peer_ratio(c.one_env)},
+                              {"settled", c.peer_last["settled"]}};
+      }
       if (mode != ContactMode::None) {
         cmp["mujoco_model"] = "export_mjcf + ground plane; contact spheres contype/conaffinity 1, condim 3, "
                               "friction 1, elliptic cone, Newton solver, joint limits off";

@@ -85,14 +85,16 @@ void usage() {
       "usage: moreau-bench-gradient [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]\n"
       "                             [--trials N] [--device cpu|cuda|all] [--json-out FILE]\n"
       "                             [--contact none|hard|soft|smooth|hard_smooth_grad|all] [--horizon H]\n"
-      "                             [--memory-envs N] [--centered]\n"
+      "                             [--memory-envs N] [--centered] [--mujoco-peer PATH|none]\n"
       "  --envs         default: CPU 1,256,4096; CUDA 4096,16384,65536\n"
       "  --threads      CPU threads for the throughput rows (default all); MuJoCo comparison: 1\n"
       "  --seconds      one timed run (default 0.3); --trials runs per figure (default 5)\n"
       "  --contact      default all: none,hard,soft,smooth,hard_smooth_grad\n"
       "  --horizon      recorded rollout length for the memory figures (default 32)\n"
       "  --memory-envs  environments of the memory figures (default 4096)\n"
-      "  --centered     central differences in mjd_transitionFD (default: forward, like MuJoCo's)");
+      "  --centered     central differences in mjd_transitionFD (default: forward, like MuJoCo's)\n"
+      "  --mujoco-peer  PATH|none: the second MuJoCo's mjd_transitionFD, run between the comparison's\n"
+      "                 trials (default moreau-mujoco-peer, MuJoCo's current release, when built)");
 }
 
 size_t dtype_size(DType dt) { return dt == DType::Float64 ? 8 : 4; }
@@ -247,22 +249,6 @@ class PureRunner {
   mutable Buffer status_;
   moreau::Simulator::Gradients grads_;
 };
-
-// Calls per second of `call` over about `seconds` (device work synchronised every `batch`
-// calls, so that queued launches cannot run ahead of the clock by more than a batch).
-double calls_per_second(const std::function<void()>& call, const std::function<void()>& sync, double seconds,
-                        int batch) {
-  const auto t0 = Clock::now();
-  long k = 0;
-  double t = 0;
-  do {
-    for (int b = 0; b < batch; ++b) call();
-    sync();
-    k += batch;
-    t = seconds_since(t0);
-  } while (t < seconds);
-  return k / t;
-}
 
 struct Row {
   std::string contact, device, dtype;
@@ -443,6 +429,8 @@ void print_memory(const json& j) {
 
 struct MjdComparison {
   std::vector<double> mjd;  // mjd_transitionFD calls/s
+  std::vector<double> peer;  // --mujoco-peer: its mjd_transitionFD calls/s, one per trial
+  json peer_last;            // and its last JSON line
   // per-environment calls/s: adjoint and Jacobians, float64 at 1 and kCompareEnvs envs, float32 at kCompareEnvs
   std::vector<double> adj64_1, adj64_n, adj32_n, jac64_1, jac64_n, jac32_n;
   int bad = 0;
@@ -523,6 +511,12 @@ MjdComparison compare_with_mjd(const moreau::Model& model, ContactMode mode, con
     for (int k = 0; k < 3; ++k) out[k]->push_back(run(ours[k].first, o.seconds, ours[k].second));
     c.mjd.push_back(run(mjd, o.seconds, 1));
     for (int k = 3; k < 6; ++k) out[k]->push_back(run(ours[k].first, o.seconds, ours[k].second));
+    if (!o.mujoco_peer.empty()) {
+      c.peer_last = run_mujoco_peer(o, mode, "transition_fd",
+                                    "--seconds " + json(o.seconds).dump() + " --trials 1 --eps " +
+                                        json(o.eps).dump() + (o.centered ? " --centered" : ""));
+      c.peer.push_back(c.peer_last["rates"][0].get<double>());
+    }
   }
   c.bad = adj64_1.bad() + adj64_n.bad() + adj32_n.bad() + jac64_1.bad() + jac64_n.bad() + jac32_n.bad();
 
@@ -720,6 +714,19 @@ int main(int argc, char** argv) {
                    {{"float64_1_env", fig(c.jac64_1)}, {"float64_256_envs", fig(c.jac64_n)},
                     {"float32_256_envs", fig(c.jac32_n)}}},
                   {"bad_status_envs", c.bad}};
+      if (!c.peer.empty()) {
+        const double peer_us = us(c.peer);
+        const std::string version = c.peer_last["mujoco_version"];
+        std::printf("%-16s %9.1f | %9s %9s %9s %7.1fx | %9s %9s %9s %7.2fx  MuJoCo %s (moreau-mujoco-peer)\n", "",
+                    peer_us, "", "", "", peer_us / us(c.adj64_n), "", "", "", peer_us / us(c.jac64_n), version.c_str());
+        cmp["mujoco_peer"] = {{"version", version},
+                              {"program", o.mujoco_peer},
+                              {"mjd_us_per_call", peer_us},
+                              {"mjd_trials_calls_per_s", c.peer},
+                              {"mjd_over_adjoint_float64_256_envs", peer_us / us(c.adj64_n)},
+                              {"mjd_over_jacobians_float64_256_envs", peer_us / us(c.jac64_n)},
+                              {"settled", c.peer_last["settled"]}};
+      }
       if (!c.agreement.is_null()) {
         cmp["agreement"] = c.agreement;
         std::printf("%-16s moreau vs MuJoCo Jacobians at the default state: |dA|/|A| = %.3g, |dB|/|B| = %.3g "

@@ -29,3 +29,13 @@ if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy, rsl_r
     python3 -m pip install --quiet --root-user-action=ignore --break-system-packages \
       torch nanobind scikit-build-core pytest numpy rsl-rl-lib gymnasium tensorboard tqdm matplotlib
 fi
+# MuJoCo's current release, the benchmarks' second CPU peer (bench/mujoco_peer.cc): the shared
+# library and headers of PyPI's mujoco-core wheel, unpacked (not installed) where
+# bench/CMakeLists.txt looks. Skipped when already there.
+mujoco4="${MOREAU_MUJOCO4_DIR:-$HOME/.cache/moreau/mujoco-4.0.1}"
+if [ ! -f "$mujoco4/mujoco/include/mujoco/mujoco.h" ]; then
+  wheel_dir=$(mktemp -d)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$wheel_dir" mujoco-core==4.0.1
+  python3 -m zipfile -e "$wheel_dir"/mujoco_core-4.0.1-*.whl "$mujoco4"
+  rm -rf "$wheel_dir"
+fi
