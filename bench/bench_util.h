@@ -384,6 +384,17 @@ inline nlohmann::json run_mujoco_peer(const CommonOptions& o, ContactMode mode, 
   return nlohmann::json::parse(json_line);
 }
 
+// The peer's side of one comparison: run() times `what` once (one trial of --seconds, after its
+// warm-up) and keeps the rate and the last JSON line (version, settled state).
+struct PeerTrials {
+  std::vector<double> rates;
+  nlohmann::json last;
+  void run(const CommonOptions& o, ContactMode mode, const std::string& what, const std::string& args = "") {
+    last = run_mujoco_peer(o, mode, what, "--seconds " + nlohmann::json(o.seconds).dump() + " --trials 1 " + args);
+    rates.push_back(last["rates"][0].get<double>());
+  }
+};
+
 // The fields every benchmark's JSON line starts with.
 inline nlohmann::json json_header(const char* bench, const moreau::Model& model, const CommonOptions& o,
                                   const std::string& command) {

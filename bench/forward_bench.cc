@@ -152,11 +152,10 @@ struct Comparison {
   int frozen = 0;              // moreau environments frozen at the end
   int mj_contacts = 0;         // MuJoCo's active contacts and base height after settling
   double mj_base_height = 0;
-  std::vector<double> peer;    // --mujoco-peer: its mj_step physics steps/s, one per trial
-  nlohmann::json peer_last;    // and its last JSON line (version, settled state)
+  PeerTrials peer;             // --mujoco-peer: its mj_step physics steps/s, one per trial
   // moreau per-env step time / mj_step time.
   double ratio(const std::vector<double>& ours) const { return median(mujoco) / median(ours); }
-  double peer_ratio(const std::vector<double>& ours) const { return median(peer) / median(ours); }
+  double peer_ratio(const std::vector<double>& ours) const { return median(peer.rates) / median(ours); }
 };
 
 Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, const Options& o, int per_reset) {
@@ -180,10 +179,7 @@ Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, con
     c.mujoco.push_back(measure(mj, o.seconds, per_reset));
     c.many_env.push_back(measure(many, o.seconds, per_reset));
     c.mujoco.push_back(measure(mj, o.seconds, per_reset));
-    if (!o.mujoco_peer.empty()) {
-      c.peer_last = run_mujoco_peer(o, mode, "step", "--seconds " + nlohmann::json(o.seconds).dump() + " --trials 1");
-      c.peer.push_back(c.peer_last["rates"][0].get<double>());
-    }
+    if (!o.mujoco_peer.empty()) c.peer.run(o, mode, "step");
   }
   c.frozen = one.frozen() + many.frozen();
   return c;
@@ -305,17 +301,17 @@ int main(int argc, char** argv) {
                    {{std::to_string(kRatioEnvs) + "_envs", {{"ns_per_env_step", 1e9 / median(c.many_env)}, {"ratio", rn}}},
                     {"1_env", {{"ns_per_env_step", 1e9 / median(c.one_env)}, {"ratio", r1}}}}},
                   {"moreau_frozen_envs", c.frozen}};
-      if (!c.peer.empty()) {
-        const std::string version = c.peer_last["mujoco_version"];
+      if (!c.peer.rates.empty()) {
+        const std::string version = c.peer.last["mujoco_version"];
         std::printf("%-16s %12.0f %16s %8.3f %16s %8.3f  MuJoCo %s (moreau-mujoco-peer, between the trials above)\n", "",
-                    1e9 / median(c.peer), "", c.peer_ratio(c.many_env), "", c.peer_ratio(c.one_env), version.c_str());
+                    1e9 / median(c.peer.rates), "", c.peer_ratio(c.many_env), "", c.peer_ratio(c.one_env), version.c_str());
         cmp["mujoco_peer"] = {{"version", version},
                               {"program", o.mujoco_peer},
-                              {"ns_per_step", 1e9 / median(c.peer)},
-                              {"trials_steps_per_s", c.peer},
+                              {"ns_per_step", 1e9 / median(c.peer.rates)},
+                              {"trials_steps_per_s", c.peer.rates},
                               {"ratio_" + std::to_string(kRatioEnvs) + "_envs", c.peer_ratio(c.many_env)},
                               {"ratio_1_env", c.peer_ratio(c.one_env)},
-                              {"settled", c.peer_last["settled"]}};
+                              {"settled", c.peer.last["settled"]}};
       }
       if (mode != ContactMode::None) {
         cmp["mujoco_model"] = "export_mjcf + ground plane; contact spheres contype/conaffinity 1, condim 3, "

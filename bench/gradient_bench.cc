@@ -429,8 +429,7 @@ void print_memory(const json& j) {
 
 struct MjdComparison {
   std::vector<double> mjd;  // mjd_transitionFD calls/s
-  std::vector<double> peer;  // --mujoco-peer: its mjd_transitionFD calls/s, one per trial
-  json peer_last;            // and its last JSON line
+  PeerTrials peer;          // --mujoco-peer: its mjd_transitionFD calls/s, one per trial
   // per-environment calls/s: adjoint and Jacobians, float64 at 1 and kCompareEnvs envs, float32 at kCompareEnvs
   std::vector<double> adj64_1, adj64_n, adj32_n, jac64_1, jac64_n, jac32_n;
   int bad = 0;
@@ -511,12 +510,8 @@ MjdComparison compare_with_mjd(const moreau::Model& model, ContactMode mode, con
     for (int k = 0; k < 3; ++k) out[k]->push_back(run(ours[k].first, o.seconds, ours[k].second));
     c.mjd.push_back(run(mjd, o.seconds, 1));
     for (int k = 3; k < 6; ++k) out[k]->push_back(run(ours[k].first, o.seconds, ours[k].second));
-    if (!o.mujoco_peer.empty()) {
-      c.peer_last = run_mujoco_peer(o, mode, "transition_fd",
-                                    "--seconds " + json(o.seconds).dump() + " --trials 1 --eps " +
-                                        json(o.eps).dump() + (o.centered ? " --centered" : ""));
-      c.peer.push_back(c.peer_last["rates"][0].get<double>());
-    }
+    if (!o.mujoco_peer.empty())
+      c.peer.run(o, mode, "transition_fd", "--eps " + json(o.eps).dump() + (o.centered ? " --centered" : ""));
   }
   c.bad = adj64_1.bad() + adj64_n.bad() + adj32_n.bad() + jac64_1.bad() + jac64_n.bad() + jac32_n.bad();
 
@@ -714,18 +709,18 @@ int main(int argc, char** argv) {
                    {{"float64_1_env", fig(c.jac64_1)}, {"float64_256_envs", fig(c.jac64_n)},
                     {"float32_256_envs", fig(c.jac32_n)}}},
                   {"bad_status_envs", c.bad}};
-      if (!c.peer.empty()) {
-        const double peer_us = us(c.peer);
-        const std::string version = c.peer_last["mujoco_version"];
+      if (!c.peer.rates.empty()) {
+        const double peer_us = us(c.peer.rates);
+        const std::string version = c.peer.last["mujoco_version"];
         std::printf("%-16s %9.1f | %9s %9s %9s %7.1fx | %9s %9s %9s %7.2fx  MuJoCo %s (moreau-mujoco-peer)\n", "",
                     peer_us, "", "", "", peer_us / us(c.adj64_n), "", "", "", peer_us / us(c.jac64_n), version.c_str());
         cmp["mujoco_peer"] = {{"version", version},
                               {"program", o.mujoco_peer},
                               {"mjd_us_per_call", peer_us},
-                              {"mjd_trials_calls_per_s", c.peer},
+                              {"mjd_trials_calls_per_s", c.peer.rates},
                               {"mjd_over_adjoint_float64_256_envs", peer_us / us(c.adj64_n)},
                               {"mjd_over_jacobians_float64_256_envs", peer_us / us(c.jac64_n)},
-                              {"settled", c.peer_last["settled"]}};
+                              {"settled", c.peer.last["settled"]}};
       }
       if (!c.agreement.is_null()) {
         cmp["agreement"] = c.agreement;

@@ -35,7 +35,9 @@ fi
 mujoco4="${MOREAU_MUJOCO4_DIR:-$HOME/.cache/moreau/mujoco-4.0.1}"
 if [ ! -f "$mujoco4/mujoco/include/mujoco/mujoco.h" ]; then
   wheel_dir=$(mktemp -d)
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$wheel_dir" mujoco-core==4.0.1
+  # (the wheel for CPython 3.11 whatever python3 is: only its libmujoco.so and headers are used)
+  python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+    --platform "manylinux_2_28_$(uname -m)" -d "$wheel_dir" mujoco-core==4.0.1
   python3 -m zipfile -e "$wheel_dir"/mujoco_core-4.0.1-*.whl "$mujoco4"
   rm -rf "$wheel_dir"
 fi
