@@ -33,6 +33,8 @@ void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
   f(v.jnt_stiffness, m.jnt_stiffness);
   f(v.jnt_springref, m.jnt_springref);
   f(v.dof_parent, m.dof_parent);
+  f(v.dof_depth, m.dof_depth);
+  f(v.dof_Madr, m.dof_Madr);
   f(v.dof_damping, m.dof_damping);
   f(v.dof_armature, m.dof_armature);
   f(v.qpos0, m.qpos0);
@@ -90,6 +92,7 @@ struct PackedModel {
     kern::ModelView<S> v{};
     v.nq = m.nq;
     v.nv = m.nv;
+    v.nM = m.nM;
     v.nu = m.nu;
     v.nbody = m.nbody;
     v.ncon = m.ncon;

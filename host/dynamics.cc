@@ -34,7 +34,12 @@ struct HostDynamics {
 void mass_matrix(const Model& model, const double* q, double* H_out) {
   HostDynamics d(model, q);
   kern::crba(d.m, static_cast<const double*>(nullptr), d.ws);
-  for (int k = 0; k < model.nv * model.nv; ++k) H_out[k] = d.ws.H[k];
+  // the tree-sparse rows (kernels/dynamics.h) into the full symmetric matrix
+  const int nv = model.nv;
+  std::fill(H_out, H_out + static_cast<size_t>(nv) * nv, 0.0);
+  for (int k = 0; k < nv; ++k)
+    for (int j = k; j >= 0; j = model.dof_parent[j])
+      H_out[k * nv + j] = H_out[j * nv + k] = d.ws.H[model.dof_Madr[k] + model.dof_depth[j]];
 }
 
 void bias_forces(const Model& model, const double* q, const double* v, double* b_out) {

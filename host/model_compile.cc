@@ -403,7 +403,11 @@ class Compiler {
           parent < 0 ? -1 : m_.jnt_dofadr[parent] + nv_of(JointType(m_.jnt_type[parent])) - 1;
       for (int d = 0; d < nv_of(j.type); ++d) {
         m_.dof_body.push_back(k);
-        m_.dof_parent.push_back(d == 0 ? first_parent : m_.nv + d - 1);
+        const int dof_parent = d == 0 ? first_parent : m_.nv + d - 1;
+        m_.dof_parent.push_back(dof_parent);
+        m_.dof_depth.push_back(dof_parent < 0 ? 0 : m_.dof_depth[dof_parent] + 1);
+        m_.dof_Madr.push_back(m_.nM);
+        m_.nM += m_.dof_depth.back() + 1;
         m_.dof_damping.push_back(j.damping);
         m_.dof_armature.push_back(j.armature);
       }

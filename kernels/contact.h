@@ -179,13 +179,14 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
 // of ANYmal's 18 dofs).
 template <class S, class D>
 MOREAU_HD void ltl_solve_t3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, S* x2) {
-  const int nv = m.nv;
-  for (int i = nv - 1; i >= 0; --i) {
+  for (int i = m.nv - 1; i >= 0; --i) {
     if (x0[i] == 0 && x1[i] == 0 && x2[i] == 0) continue;
-    const S inv = S(1) / L[i * nv + i];
+    const S* Li = L + m.dof_Madr[i];
+    int t = m.dof_depth[i];
+    const S inv = S(1) / Li[t];
     const S a = x0[i] *= inv, b = x1[i] *= inv, c = x2[i] *= inv;
     for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) {
-      const S l = L[i * nv + j];
+      const S l = Li[--t];
       x0[j] -= l * a;
       x1[j] -= l * b;
       x2[j] -= l * c;
@@ -197,16 +198,17 @@ MOREAU_HD void ltl_solve_t3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
 // chains for the pipeline).
 template <class S, class D>
 MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, S* x2) {
-  const int nv = m.nv;
-  for (int i = 0; i < nv; ++i) {
+  for (int i = 0; i < m.nv; ++i) {
+    const S* Li = L + m.dof_Madr[i];
+    int t = m.dof_depth[i];
     S a = x0[i], b = x1[i], c = x2[i];
     for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) {
-      const S l = L[i * nv + j];
+      const S l = Li[--t];
       a -= l * x0[j];
       b -= l * x1[j];
       c -= l * x2[j];
     }
-    const S inv = S(1) / L[i * nv + i];
+    const S inv = S(1) / Li[m.dof_depth[i]];
     x0[i] = a * inv;
     x1[i] = b * inv;
     x2[i] = c * inv;
@@ -865,8 +867,8 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   if (contact_blocks(mode)) {
     // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
     // −c (K_j l)(K_j r)ᵀ to H̄ and c (l (K_j r)ᵀ + r (K_j l)ᵀ) to J̄_j
-    S adj_H[D::kNv * D::kNv];
-    for (int k = 0; k < nv * nv; ++k) adj_H[k] = 0;
+    S adj_H[D::kNM];  // H's sparse storage (adj_crba)
+    for (int k = 0; k < m.nM; ++k) adj_H[k] = 0;
     const S en[3] = {1, 0, 0};
     for (int j = 0; j < n; ++j) {
       const S* Kj = ca.K + 3 * j * nv;
@@ -883,9 +885,11 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
         }
         for (int a = 0; a < 3; ++a)
           for (int d = 0; d < nv; ++d) adj_J[(3 * j + a) * nv + d] += t.c * (t.l[a] * Kr[d] + t.r[a] * Kl[d]);
-        for (int c = 0; c < nv; ++c) {
-          const S k = t.c * Kl[c];
-          for (int d = 0; d < nv; ++d) adj_H[c * nv + d] -= k * Kr[d];
+        for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
+          S* adj_Hc = adj_H + m.dof_Madr[c];
+          adj_Hc[m.dof_depth[c]] -= t.c * Kl[c] * Kr[c];
+          for (int d = m.dof_parent[c]; d >= 0; d = m.dof_parent[d])
+            adj_Hc[m.dof_depth[d]] -= t.c * (Kl[c] * Kr[d] + Kl[d] * Kr[c]);
         }
       }
     }

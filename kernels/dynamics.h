@@ -1,6 +1,10 @@
 // moreau kernels — rigid-body dynamics in reduced coordinates (Featherstone, RBDA):
 // forward kinematics, recursive Newton–Euler (RNEA), composite-rigid-body mass matrix
 // (CRBA) and its branch-sparse H = Lᵀ L factorisation (RBDA §6.5).
+//
+// H and L are stored by the tree's sparsity (MuJoCo's M): H_kj ≠ 0 only for j = k or an ancestor
+// dof of k (or the transpose), so row k holds its lower triangle's entries at its ancestors,
+// root-first, then the diagonal: H_kj at dof_Madr[k] + dof_depth[j] (117 of ANYmal's 324).
 #pragma once
 
 #include "kernels/joints.h"
@@ -18,7 +22,7 @@ struct Workspace {
   Motion<S> acc[D::kBodies];
   Force<S> f[D::kBodies];
   Inertia<S> Ic[D::kBodies];     // composite inertias
-  S H[D::kNv * D::kNv];          // mass matrix, row stride nv; after factorisation L (lower)
+  S H[D::kNM];                   // mass matrix, tree-sparse rows (above); after factorisation L
 };
 
 // Adjoints of the Workspace quantities (the backward pass's scratch): Xup, I and Sdof are
@@ -212,40 +216,39 @@ MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, con
   }
 }
 
-// H(q) by the composite-rigid-body algorithm, full (both triangles), plus armature and
+// H(q) by the composite-rigid-body algorithm, its tree-sparse lower triangle, plus armature and
 // `diag_extra[k]` on the diagonal (may be null). Needs forward_kinematics and body_inertias.
 template <class S, class D>
 MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws) {
-  const int nv = m.nv;
   for (int i = 0; i < m.nbody; ++i) ws.Ic[i] = ws.I[i];
   // backward pass over bodies: I^c_λ += Xᵀ I^c_i X
   for (int i = m.nbody - 1; i >= 0; --i)
     if (m.body_parent[i] >= 0) ws.Ic[m.body_parent[i]] += transform_t(ws.Xup[i], ws.Ic[i]);
-  for (int k = 0; k < nv * nv; ++k) ws.H[k] = 0;
   for (int i = 0; i < m.nbody; ++i) {
     const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
     for (int a = di; a < di + ni; ++a) {
-      // F = I^c_i S_a, carried to each ancestor j: H_ab = F · S_b for the dofs b of j
+      // F = I^c_i S_a, carried to each ancestor j: H_ab = F · S_b for the dofs b of j (and of i up to a)
+      S* Ha = ws.H + m.dof_Madr[a];
       Force<S> F = ws.Ic[i] * ws.Sdof[a];
-      for (int b = di; b < di + ni; ++b) ws.H[a * nv + b] = dot(F, ws.Sdof[b]);
+      for (int b = di; b <= a; ++b) Ha[m.dof_depth[b]] = dot(F, ws.Sdof[b]);
       for (int j = i; m.body_parent[j] >= 0;) {
         F = apply_t(ws.Xup[j], F);
         j = m.body_parent[j];
         const int dj = m.jnt_dofadr[j], nj = joint_nv(m.jnt_type[j]);
-        for (int b = dj; b < dj + nj; ++b) ws.H[a * nv + b] = ws.H[b * nv + a] = dot(F, ws.Sdof[b]);
+        for (int b = dj; b < dj + nj; ++b) Ha[m.dof_depth[b]] = dot(F, ws.Sdof[b]);
       }
     }
   }
-  for (int k = 0; k < nv; ++k) ws.H[k * nv + k] += m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
+  for (int k = 0; k < m.nv; ++k)
+    ws.H[m.dof_Madr[k] + m.dof_depth[k]] += m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
 }
 
-// Adjoint of crba for a full nv x nv H̄ (row-major; the constant diagonal terms carry no
-// gradient). Recomputes each F chain from ws.Ic (left by crba) and reverses it: an entry set
-// twice from one product (H_ab = H_ba for an ancestor dof b) takes H̄_ab + H̄_ba. Accumulates
-// into aw.Xup, aw.Sdof and aw.I.
+// Adjoint of crba for H̄ in H's sparse storage: H̄_kj there is the gradient of the one value
+// H_kj = H_jk stands for (the sum of a full H̄'s two entries off the diagonal; the constant
+// diagonal terms carry no gradient). Recomputes each F chain from ws.Ic (left by crba) and
+// reverses it. Accumulates into aw.Xup, aw.Sdof and aw.I.
 template <class S, class D>
 MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* adj_H, AdjWorkspace<S, D>& aw) {
-  const int nv = m.nv;
   Inertia<S> adj_Ic[D::kBodies];
   for (int i = 0; i < m.nbody; ++i) adj_Ic[i] = {S(0), {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
   Force<S> F[D::kBodies], adj_F[D::kBodies];
@@ -254,6 +257,7 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
     const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
     for (int a = di; a < di + ni; ++a) {
       // the chain F_0 = I^c_i S_a, F_{l+1} = Xᵀ_{j_l} F_l up to the root
+      const S* adj_Ha = adj_H + m.dof_Madr[a];
       int L = 0;
       chain[0] = i;
       F[0] = ws.Ic[i] * ws.Sdof[a];
@@ -263,9 +267,9 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
       }
       for (int l = L; l >= 0; --l) {
         adj_F[l] = {{0, 0, 0}, {0, 0, 0}};
-        const int j = chain[l], dj = m.jnt_dofadr[j], nj = joint_nv(m.jnt_type[j]);
-        for (int b = dj; b < dj + nj; ++b) {  // H_ab = F_l · S_b
-          const S w = l == 0 ? adj_H[a * nv + b] : adj_H[a * nv + b] + adj_H[b * nv + a];
+        const int j = chain[l], dj = m.jnt_dofadr[j], end = l == 0 ? a + 1 : dj + joint_nv(m.jnt_type[j]);
+        for (int b = dj; b < end; ++b) {  // H_ab = F_l · S_b
+          const S w = adj_Ha[m.dof_depth[b]];
           adj_F[l].n += w * ws.Sdof[b].w;
           adj_F[l].f += w * ws.Sdof[b].v;
           aw.Sdof[b].w += w * F[l].n;
@@ -284,31 +288,25 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
   }
 }
 
-// In-place H = Lᵀ L exploiting branch-induced sparsity (L_kj ≠ 0 only for j an ancestor
-// dof of k, via dof_parent). Uses and overwrites the lower triangle. False if H is not
-// positive definite.
+// In place H = Lᵀ L in the sparse storage (L_kj ≠ 0 only for j an ancestor dof of k: no
+// fill-in). False if H is not positive definite.
 template <class S, class D>
 MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
-  const int nv = m.nv;
-  int anc[D::kNv];  // ancestors of dof k, nearest first: λ(k), λ(λ(k)), ...
-  S hk[D::kNv];     // row k of L at those ancestors
-  for (int k = nv - 1; k >= 0; --k) {
-    S d = H[k * nv + k];
+  for (int k = m.nv - 1; k >= 0; --k) {
+    S* Lk = H + m.dof_Madr[k];
+    const int dk = m.dof_depth[k];
+    S d = Lk[dk];
     if (!(d > 0)) return false;
     d = msqrt(d);
-    H[k * nv + k] = d;
-    int n = 0;
-    for (int i = m.dof_parent[k]; i >= 0; i = m.dof_parent[i]) {
-      anc[n] = i;
-      hk[n] = H[k * nv + i] /= d;
-      ++n;
-    }
-    // H_ij −= L_ki L_kj for every ancestor i of k and every ancestor j of i (the chain from i is
-    // the tail of k's)
-    for (int p = 0; p < n; ++p) {
-      S* Hi = H + anc[p] * nv;
-      const S lki = hk[p];
-      for (int q = p; q < n; ++q) Hi[anc[q]] -= lki * hk[q];
+    Lk[dk] = d;
+    for (int t = 0; t < dk; ++t) Lk[t] /= d;
+    // H_ij −= L_ki L_kj for every ancestor i of k (depth s) and every ancestor j of i (depth t ≤
+    // s): row i's first s + 1 entries, against row k's
+    int i = m.dof_parent[k];
+    for (int s = dk - 1; s >= 0; --s, i = m.dof_parent[i]) {
+      S* Li = H + m.dof_Madr[i];
+      const S lki = Lk[s];
+      for (int t = 0; t <= s; ++t) Li[t] -= lki * Lk[t];
     }
   }
   return true;
@@ -317,20 +315,22 @@ MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
 // x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.
 template <class S, class D>
 MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
-  const int nv = m.nv;
-  for (int i = nv - 1; i >= 0; --i) {
-    x[i] /= L[i * nv + i];
-    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[j] -= L[i * nv + j] * x[i];
+  for (int i = m.nv - 1; i >= 0; --i) {
+    const S* Li = L + m.dof_Madr[i];
+    int t = m.dof_depth[i];
+    x[i] /= Li[t];
+    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[j] -= Li[--t] * x[i];
   }
 }
 
 // x ← L⁻¹ x (solves L y = x), from the root down.
 template <class S, class D>
 MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
-  const int nv = m.nv;
-  for (int i = 0; i < nv; ++i) {
-    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[i] -= L[i * nv + j] * x[j];
-    x[i] /= L[i * nv + i];
+  for (int i = 0; i < m.nv; ++i) {
+    const S* Li = L + m.dof_Madr[i];
+    int t = m.dof_depth[i];
+    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[i] -= Li[--t] * x[j];
+    x[i] /= Li[m.dof_depth[i]];
   }
 }
 

@@ -30,6 +30,7 @@ enum : int { kStatusFatal = kStatusNanState | kStatusNanAction | kStatusSingular
 template <class S>
 struct ModelArrays {
   int nq, nv, nu, nbody, ncon;
+  int nM;                     // entries of the sparse mass matrix (dof_Madr)
   int decimation;
   S timestep;
   S gravity[3];
@@ -51,6 +52,8 @@ struct ModelArrays {
   const S* jnt_springref;     // (nbody) its rest position
   int has_springs;            // any jnt_stiffness ≠ 0
   const int* dof_parent;      // (nv)
+  const int* dof_depth;       // (nv)
+  const int* dof_Madr;        // (nv)
   const S* dof_damping;       // (nv)
   const S* dof_armature;      // (nv)
   const S* qpos0;             // (nq)
@@ -78,7 +81,8 @@ struct ModelView : ModelArrays<S> {
 
 template <class D, class S>
 MOREAU_HD bool fits(const ModelArrays<S>& m) {
-  return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu && m.ncon <= D::kContacts;
+  return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu && m.ncon <= D::kContacts &&
+         m.nM <= D::kNM;
 }
 
 // Calls f(view) with the model's view in the smallest size class it fits.

@@ -45,6 +45,10 @@ TEST(Dims, EachModelRunsInTheSmallestClassItFits) {
   m.nv = SmallDims::kNv + 1;
   EXPECT_FALSE(kern::fits<SmallDims>(m));
   EXPECT_TRUE(kern::fits<MaxDims>(m));
+  m = view_of(packed);  // a deeper tree of as many dofs (more mass-matrix entries) needs the large class
+  m.nM = SmallDims::kNM + 1;
+  EXPECT_FALSE(kern::fits<SmallDims>(m));
+  EXPECT_TRUE(kern::fits<MaxDims>(m));
   static_assert(SmallDims::kActive == 8 && MaxDims::kActive == kMaxActive, "kActive = min(points, kMaxActive)");
 }
 

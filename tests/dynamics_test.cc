@@ -171,7 +171,8 @@ namespace moreau {
 namespace {
 
 // adj_crba (and adj_transform_t inside it) against central differences of ⟨H̄, H(q)⟩ for a
-// random full H̄, on ANYmal C at random configurations, and the added-base-mass gradient.
+// random H̄ over H's sparse storage, on ANYmal C at random configurations, and the
+// added-base-mass gradient.
 TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
   const test::KernelModel km("anymal_c.json");
   const Model& model = km.model;
@@ -179,7 +180,7 @@ TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
   std::mt19937 rng(17);
   std::normal_distribution<double> normal(0, 1);
   const int nv = model.nv, nq = model.nq;
-  std::vector<double> Hbar(nv * nv), q(nq), v(nv);
+  std::vector<double> Hbar(model.nM), q(nq), v(nv);
   for (double& x : Hbar) x = normal(rng);
   auto loss = [&](const double* qq, double added_mass) {
     kern::Workspace<double> ws;
@@ -187,7 +188,7 @@ TEST(DynamicsAdjoint, CrbaMatchesFiniteDifferences) {
     kern::forward_kinematics(m, qq, ws);
     kern::crba(m, static_cast<const double*>(nullptr), ws);
     double L = 0;
-    for (int k = 0; k < nv * nv; ++k) L += Hbar[k] * ws.H[k];
+    for (int k = 0; k < model.nM; ++k) L += Hbar[k] * ws.H[k];
     return L;
   };
   for (int s = 0; s < 3; ++s) {

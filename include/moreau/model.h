@@ -29,6 +29,7 @@ struct Model {
   std::string name;
   std::string source;
   int nq = 0, nv = 0, nu = 0, nbody = 0, ncon = 0;
+  int nM = 0;  // entries of the mass matrix's tree-sparse lower triangle (dof_Madr)
   double gravity[3] = {0, 0, -9.81};
   double timestep = 0.005;
   int decimation = 1;
@@ -57,6 +58,9 @@ struct Model {
   // degrees of freedom
   std::vector<int> dof_body;           // (nv)         body the dof moves
   std::vector<int> dof_parent;         // (nv)         previous dof on the path to the root, -1
+  std::vector<int> dof_depth;          // (nv)         number of dofs on that path (0 at a root)
+  std::vector<int> dof_Madr;           // (nv)         row k of the sparse mass matrix: H_kj at dof_Madr[k] +
+                                       //              dof_depth[j] for j = k and its ancestors (MuJoCo's M)
   std::vector<double> dof_damping;     // (nv)
   std::vector<double> dof_armature;    // (nv)
 
