@@ -9,8 +9,9 @@
 //
 // Reported per mode and dtype: environment-steps, non-finite states in environments not
 // flagged fatal (a bug: must be 0), fatal flags by kind, solver-not-converged warnings, the
-// worst solver residual, and for the adjoint: environment-adjoints, non-finite gradients in
-// environments not flagged, NaN-gradient and no-gradient flags.
+// worst solver residual (and the largest |v_k| of its environment), and for the adjoint:
+// environment-adjoints, non-finite gradients in environments not flagged, NaN-gradient and
+// no-gradient flags.
 //
 //   build/release/bench/moreau-soak --env-steps 1e8 --contact all --dtype all --json-out soak.json
 #include <cmath>
@@ -32,6 +33,7 @@ struct Tally {
   int64_t env_steps = 0, nonfinite = 0, nan_state = 0, nan_action = 0, singular_mass = 0, not_converged = 0;
   int64_t resets = 0, adjoints = 0, adj_nonfinite = 0, nan_gradient = 0, no_gradient = 0;
   double worst_residual = 0, seconds = 0;
+  double worst_residual_speed = 0;  // max |v_k| of the environment at the worst residual
 };
 
 template <class S>
@@ -104,7 +106,12 @@ Tally soak(const Model& m, ContactMode mode, DType dtype, int64_t target, int n,
       t.not_converged += (s & moreau::kStatusSolverNotConverged) != 0;
       if (!(s & moreau::kStatusFatal)) {
         if (!finite_env(qd, nq, n, e) || !finite_env(vd, nv, n, e)) ++t.nonfinite;
-        t.worst_residual = std::max(t.worst_residual, static_cast<double>(rd[e]));
+        if (static_cast<double>(rd[e]) > t.worst_residual) {
+          t.worst_residual = static_cast<double>(rd[e]);
+          t.worst_residual_speed = 0;
+          for (int k = 0; k < nv; ++k)
+            t.worst_residual_speed = std::max(t.worst_residual_speed, std::abs(static_cast<double>(vd[k * n + e])));
+        }
         st[e] = 0;  // warnings counted: clear them so that the next one counts again
       }
       if ((s & moreau::kStatusFatal) || u(rng) < 0.002) ids.push_back(e);
@@ -196,7 +203,8 @@ int main(int argc, char** argv) {
                                {"env_steps", t.env_steps}, {"nonfinite_unflagged", t.nonfinite},
                                {"nan_state", t.nan_state}, {"nan_action", t.nan_action},
                                {"singular_mass", t.singular_mass}, {"not_converged", t.not_converged},
-                               {"worst_residual", t.worst_residual}, {"resets", t.resets},
+                               {"worst_residual", t.worst_residual},
+                               {"worst_residual_speed", t.worst_residual_speed}, {"resets", t.resets},
                                {"env_adjoints", t.adjoints}, {"adjoint_nonfinite_unflagged", t.adj_nonfinite},
                                {"nan_gradient", t.nan_gradient}, {"no_gradient", t.no_gradient},
                                {"seconds", t.seconds}, {"n_env", n_env}, {"seed", seed}});
