@@ -93,6 +93,7 @@ struct PackedModel {
     v.nq = m.nq;
     v.nv = m.nv;
     v.nM = m.nM;
+    v.nchain = m.nchain;
     v.nu = m.nu;
     v.nbody = m.nbody;
     v.ncon = m.ncon;

@@ -1,6 +1,7 @@
 // compile(): RobotSpec -> Model. Validates every field, merges fixed bodies into their
 // parents (mass, centre of mass and inertia transferred exactly), orders bodies depth-first
 // and fills the flat arrays. Every error reads "<source>: <where>.<field>: expected …, got …".
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -408,6 +409,7 @@ class Compiler {
         m_.dof_depth.push_back(dof_parent < 0 ? 0 : m_.dof_depth[dof_parent] + 1);
         m_.dof_Madr.push_back(m_.nM);
         m_.nM += m_.dof_depth.back() + 1;
+        m_.nchain = std::max(m_.nchain, m_.dof_depth.back() + 1);
         m_.dof_damping.push_back(j.damping);
         m_.dof_armature.push_back(j.armature);
       }

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cmath>
-#include <cstdint>
 
 #include "moreau/limits.h"
 
@@ -34,14 +33,6 @@ MOREAU_HD double mabs(double x) { return fabs(x); }
 template <class S>
 MOREAU_HD bool is_finite(S x) {
   return x - x == x - x;  // false for NaN and ±Inf, also under -ffast-math-free builds
-}
-// Index of the lowest set bit of x ≠ 0.
-MOREAU_HD int lowest_bit(uint64_t x) {
-#if defined(__CUDA_ARCH__)
-  return __ffsll(static_cast<long long>(x)) - 1;
-#else
-  return __builtin_ctzll(x);
-#endif
 }
 template <class S>
 MOREAU_HD S mmin(S a, S b) { return a < b ? a : b; }

@@ -21,12 +21,16 @@ struct PlaneGround {
 
 template <class S, class D = MaxDims>
 struct ContactScratch {
-  int n;                         // active contacts
-  int con[D::kActive];           // their model contact index
+  int n;                            // active contacts
+  int con[D::kActive];              // their model contact index
+  int nd[D::kActive];               // dofs on contact i's chain (contact_chain)
+  int dof[D::kActive * D::kChain];  // the chain root-first: dof[i kChain + t] has dof_depth t
   S gap[D::kActive];
-  S w[D::kActive];               // smooth gate w(g); 1 otherwise
-  S J[3 * D::kActive * D::kNv];  // rows (n, t1, t2) of each contact, row stride nv
-  S Y[3 * D::kActive * D::kNv];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r]
+  S w[D::kActive];                  // smooth gate w(g); 1 otherwise
+  // Rows (n, t1, t2) of each contact over its chain, row r at J + r kChain: entry t is column
+  // dof[t] of J (the row is zero off the chain).
+  S J[3 * D::kActive * D::kChain];
+  S Y[3 * D::kActive * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chain
   S G[9 * D::kActive * D::kActive];  // Delassus matrix, row stride 3n
   S c[3 * D::kActive];
   S P[3 * D::kActive];
@@ -62,19 +66,43 @@ MOREAU_HD void tangents(const Vec3<S>& n, Vec3<S>& t1, Vec3<S>& t2) {
   t2 = cross(n, t1);
 }
 
-// Rows J (3 x nv, frame rows n, t1, t2) of the velocity of point p (relative coordinates) on
-// body b: for each dof d of an ancestor j with S_d = (a, l) in j's frame,
-// ω = R_j a, v_p = R_j l + ω × (p − o_j).
+// Contact i's chain: the last dof of its body b (every compiled body moves: fixed bodies are
+// merged) and that dof's ancestors, which are the dofs of b and of its ancestor bodies, root-first.
+template <class S, class D>
+MOREAU_HD void contact_chain(const ModelView<S, D>& m, int b, ContactScratch<S, D>& cs, int i) {
+  int d = m.jnt_dofadr[b] + joint_nv(m.jnt_type[b]) - 1;
+  cs.nd[i] = m.dof_depth[d] + 1;
+  for (; d >= 0; d = m.dof_parent[d]) cs.dof[i * D::kChain + m.dof_depth[d]] = d;
+}
+
+// Σ_t row_t x[dof_t]: a row of contact i (over its chain) times a vector over every dof.
+template <class S, class D>
+MOREAU_HD S chain_dot(const ContactScratch<S, D>& cs, int i, const S* row, const S* x) {
+  const int* dof = cs.dof + i * D::kChain;
+  S s = 0;
+  for (int t = 0; t < cs.nd[i]; ++t) s += row[t] * x[dof[t]];
+  return s;
+}
+
+// x[dof_t] += a row_t: a row of contact i (over its chain) added to a vector over every dof.
+template <class S, class D>
+MOREAU_HD void chain_axpy(const ContactScratch<S, D>& cs, int i, S a, const S* row, S* x) {
+  const int* dof = cs.dof + i * D::kChain;
+  for (int t = 0; t < cs.nd[i]; ++t) x[dof[t]] += a * row[t];
+}
+
+// Rows J (frame rows n, t1, t2, stride kChain) of the velocity of point p (relative
+// coordinates) on body b, over b's chain: for each dof d of an ancestor j with S_d = (a, l) in
+// j's frame, ω = R_j a, v_p = R_j l + ω × (p − o_j), at entry dof_depth[d].
 template <class S, class D>
 MOREAU_HD void point_jacobian(const ModelView<S, D>& m, const Workspace<S, D>& ws, const Transform<S>* X0, int b,
                               const Vec3<S>& p, const Vec3<S>* frame, S* J) {
-  for (int k = 0; k < 3 * m.nv; ++k) J[k] = 0;
   for (int j = b; j >= 0; j = m.body_parent[j]) {
     const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
     for (int d = d0; d < d0 + nd; ++d) {
       const Vec3<S> w = mul_t(X0[j].E, ws.Sdof[d].w);
       const Vec3<S> vp = mul_t(X0[j].E, ws.Sdof[d].v) + cross(w, p - X0[j].r);
-      for (int r = 0; r < 3; ++r) J[r * m.nv + d] = dot(frame[r], vp);
+      for (int r = 0; r < 3; ++r) J[r * D::kChain + m.dof_depth[d]] = dot(frame[r], vp);
     }
   }
 }
@@ -104,12 +132,14 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.con[i] = k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
-    point_jacobian(m, ws, X0, b, p, frame, cs.J + 3 * i * m.nv);
+    contact_chain(m, b, cs, i);
+    point_jacobian(m, ws, X0, b, p, frame, cs.J + 3 * i * D::kChain);
   }
 }
 
 // Adjoint of the contact kinematics (contact_candidates' gaps and point_jacobian's rows) for
-// the active contacts: adj_J (3n x nv) and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM.
+// the active contacts: adj_J (3n rows over their chains, as cs.J) and adj_gap (n) into aw.Xup,
+// aw.Sdof and adj_qM.
 template <class S, class D>
 MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
                                       const S* adj_J, const S* adj_gap, S* adj_qM, AdjWorkspace<S, D>& aw) {
@@ -135,12 +165,13 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
     tangents(frame[0], frame[1], frame[2]);
     const Vec3<S> p = centre - m.con_radius[k] * frame[0];
     Vec3<S> adj_p{0, 0, 0};
-    const S* aJ = adj_J + 3 * i * m.nv;
+    const S* aJ = adj_J + 3 * i * D::kChain;
     for (int j = b; j >= 0; j = m.body_parent[j]) {
       const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
       for (int d = d0; d < d0 + nd; ++d) {
         // J_rd = frame_r · (l + ω × (p − o_j))
-        const Vec3<S> adj_vp = aJ[d] * frame[0] + aJ[m.nv + d] * frame[1] + aJ[2 * m.nv + d] * frame[2];
+        const int t = m.dof_depth[d];
+        const Vec3<S> adj_vp = aJ[t] * frame[0] + aJ[D::kChain + t] * frame[1] + aJ[2 * D::kChain + t] * frame[2];
         Vec3<S> adj_rel{0, 0, 0};
         adj_cross(omega[d], p - X0[j].r, adj_omega[d], adj_rel, adj_vp);
         adj_l[d] += adj_vp;
@@ -172,24 +203,22 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
   }
 }
 
-// x_a ← L⁻ᵀ x_a for the three rows (n, t1, t2) of one contact at once (ltl_solve_t of
-// kernels/dynamics.h, three independent chains for the pipeline), skipping the dofs where all
-// three are zero: a point's rows vanish outside its body's ancestors, and the solve only moves
-// values towards the root, so those dofs stay zero (a foot touches the base's 6 and its leg's 3
-// of ANYmal's 18 dofs).
+// x_a ← L⁻ᵀ x_a for the three rows (n, t1, t2) of contact i over its chain at once (ltl_solve_t
+// of kernels/dynamics.h, three independent chains for the pipeline). The solve only moves values
+// towards the root, so the rows stay on the chain (a foot's: the base's 6 and its leg's 3 of
+// ANYmal's 18 dofs), and row dof_t of L holds L_{dof_t, dof_s} for s < t at its entry s.
 template <class S, class D>
-MOREAU_HD void ltl_solve_t3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, S* x2) {
-  for (int i = m.nv - 1; i >= 0; --i) {
-    if (x0[i] == 0 && x1[i] == 0 && x2[i] == 0) continue;
-    const S* Li = L + m.dof_Madr[i];
-    int t = m.dof_depth[i];
-    const S inv = S(1) / Li[t];
-    const S a = x0[i] *= inv, b = x1[i] *= inv, c = x2[i] *= inv;
-    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) {
-      const S l = Li[--t];
-      x0[j] -= l * a;
-      x1[j] -= l * b;
-      x2[j] -= l * c;
+MOREAU_HD void chain_solve_t3(const ModelView<S, D>& m, const S* L, const ContactScratch<S, D>& cs, int i, S* x0, S* x1,
+                              S* x2) {
+  const int* dof = cs.dof + i * D::kChain;
+  for (int t = cs.nd[i] - 1; t >= 0; --t) {
+    const S* Lt = L + m.dof_Madr[dof[t]];
+    const S inv = S(1) / Lt[t];
+    const S a = x0[t] *= inv, b = x1[t] *= inv, c = x2[t] *= inv;
+    for (int s = t - 1; s >= 0; --s) {
+      x0[s] -= Lt[s] * a;
+      x1[s] -= Lt[s] * b;
+      x2[s] -= Lt[s] * c;
     }
   }
 }
@@ -218,39 +247,35 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
 // c = J v: the active contacts' velocities at v.
 template <class S, class D>
 MOREAU_HD void contact_velocity(const ModelView<S, D>& m, const S* v, ContactScratch<S, D>& cs) {
-  for (int r = 0; r < 3 * cs.n; ++r) {
-    S c = 0;
-    for (int d = 0; d < m.nv; ++d) c += cs.J[r * m.nv + d] * v[d];
-    cs.c[r] = c;
-  }
+  for (int r = 0; r < 3 * cs.n; ++r) cs.c[r] = chain_dot(cs, r / 3, cs.J + r * D::kChain, v);
 }
 
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
-// adjoint); c = J v. Contact i's rows of J, and so of Y (L⁻ᵀ keeps a vector on the ancestors of
-// its support), are zero off the dofs of its body's chain: G_rs sums over the dofs the two
-// chains share (between two legs, the base's), in increasing order as the dense sum would.
+// adjoint); c = J v. Rows live on their contact's chain, so G_rs sums over the chains' shared
+// root-first prefix (between two legs, the base's dofs), in increasing dof order as the dense
+// sum would.
 template <class S, class D>
 MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, ContactScratch<S, D>& cs) {
-  static_assert(D::kNv <= 64, "a dof set is a 64-bit mask");
-  const int nv = m.nv, nr = 3 * cs.n;
+  constexpr int C = D::kChain;
+  const int nr = 3 * cs.n;
   S* Y = cs.Y;
   contact_velocity(m, v, cs);
-  for (int k = 0; k < nr * nv; ++k) Y[k] = cs.J[k];
-  for (int i = 0; i < cs.n; ++i) ltl_solve_t3(m, L, Y + 3 * i * nv, Y + (3 * i + 1) * nv, Y + (3 * i + 2) * nv);
-  uint64_t chain[D::kActive];  // dofs of each contact body and its ancestors
   for (int i = 0; i < cs.n; ++i) {
-    chain[i] = 0;
-    for (int j = m.con_body[cs.con[i]]; j >= 0; j = m.body_parent[j])
-      for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) chain[i] |= uint64_t(1) << d;
+    for (int r = 3 * i; r < 3 * i + 3; ++r)
+      for (int t = 0; t < cs.nd[i]; ++t) Y[r * C + t] = cs.J[r * C + t];
+    chain_solve_t3(m, L, cs, i, Y + 3 * i * C, Y + (3 * i + 1) * C, Y + (3 * i + 2) * C);
   }
-  for (int r = 0; r < nr; ++r)
-    for (int s = 0; s <= r; ++s) {
-      S g = 0;
-      for (uint64_t bits = chain[r / 3] & chain[s / 3]; bits; bits &= bits - 1) {
-        const int d = lowest_bit(bits);
-        g += Y[r * nv + d] * Y[s * nv + d];
-      }
-      cs.G[r * nr + s] = cs.G[s * nr + r] = g;
+  for (int i = 0; i < cs.n; ++i)
+    for (int j = 0; j <= i; ++j) {
+      const int *di = cs.dof + i * C, *dj = cs.dof + j * C, lim = mmin(cs.nd[i], cs.nd[j]);
+      int shared = 0;
+      while (shared < lim && di[shared] == dj[shared]) ++shared;
+      for (int r = 3 * i; r < 3 * i + 3; ++r)
+        for (int s = 3 * j; s < (i == j ? r + 1 : 3 * j + 3); ++s) {
+          S g = 0;
+          for (int t = 0; t < shared; ++t) g += Y[r * C + t] * Y[s * C + t];
+          cs.G[r * nr + s] = cs.G[s * nr + r] = g;
+        }
     }
 }
 
@@ -597,26 +622,24 @@ MOREAU_HD void soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, Cont
                                     S kd_given, S zeta) {
   const int nr = 3 * cs.n;
   for (int i = 0; i < cs.n; ++i) {
-    S vn = 0;
-    for (int d = 0; d < m.nv; ++d) vn += cs.J[3 * i * m.nv + d] * v_k[d];
+    const S vn = chain_dot(cs, i, cs.J + 3 * i * D::kChain, v_k);
     const S gnn = mmax(cs.G[3 * i * nr + 3 * i], S(1e-12));
     const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / gnn);
     cs.P[3 * i] = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
   }
 }
 
-// Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows), adj_v_k,
+// Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows, as cs.J), adj_v_k,
 // adj_gnn (n: the diagonal normal entries G_nn, through m_eff) and adj_kn.
 template <class S, class D>
 MOREAU_HD void adj_soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, const ContactScratch<S, D>& cs, S h, S kn,
                                         S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
                                         S* adj_gnn, S& adj_kn) {
-  const int nr = 3 * cs.n, nv = m.nv;
+  const int nr = 3 * cs.n;
   for (int i = 0; i < cs.n; ++i) {
     if (!(cs.P[3 * i] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
-    const S* Jn = cs.J + 3 * i * nv;
-    S vn = 0;
-    for (int d = 0; d < nv; ++d) vn += Jn[d] * v_k[d];
+    const S* Jn = cs.J + 3 * i * D::kChain;
+    const S vn = chain_dot(cs, i, Jn, v_k);
     const S G0 = cs.G[3 * i * nr + 3 * i], gnn = mmax(G0, S(1e-12));
     const bool from_zeta = !(kd_given >= 0);
     const S kd = from_zeta ? S(2) * zeta * msqrt(kn / gnn) : kd_given;
@@ -626,10 +649,8 @@ MOREAU_HD void adj_soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, 
     adj_kn += -cs.gap[i] * a;
     if (vn < 0) {  // ∂f/∂v_n = −k_d
       const S adj_vn = -kd * a;
-      for (int d = 0; d < nv; ++d) {
-        adj_v_k[d] += Jn[d] * adj_vn;
-        adj_J[3 * i * nv + d] += v_k[d] * adj_vn;
-      }
+      chain_axpy(cs, i, adj_vn, Jn, adj_v_k);
+      for (int t = 0; t < cs.nd[i]; ++t) adj_J[3 * i * D::kChain + t] += v_k[cs.dof[i * D::kChain + t]] * adj_vn;
     }
     if (from_zeta && damp > 0) {  // k_d = 2 ζ sqrt(k_n / G_nn)
       adj_kn += damp * a * kd / (2 * kn);
@@ -658,7 +679,8 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
 // at the same q_M (every candidate below threshold must be in cs: not a truncated set).
 template <class S, class D>
 MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v, ContactScratch<S, D>& cs) {
-  const int nv = m.nv, nr0 = 3 * cs.n;
+  constexpr int C = D::kChain;
+  const int nr0 = 3 * cs.n;
   int keep[D::kActive], n = 0;
   for (int i = 0; i < cs.n; ++i)
     if (cs.gap[i] <= threshold) keep[n++] = i;
@@ -668,10 +690,13 @@ MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v
     cs.con[a] = cs.con[i];
     cs.gap[a] = cs.gap[i];
     cs.w[a] = 1;
-    for (int x = 0; x < 3 * nv; ++x) {
-      cs.J[3 * a * nv + x] = cs.J[3 * i * nv + x];
-      cs.Y[3 * a * nv + x] = cs.Y[3 * i * nv + x];
-    }
+    cs.nd[a] = cs.nd[i];
+    for (int t = 0; t < cs.nd[i]; ++t) cs.dof[a * C + t] = cs.dof[i * C + t];
+    for (int r = 0; r < 3; ++r)
+      for (int t = 0; t < cs.nd[i]; ++t) {
+        cs.J[(3 * a + r) * C + t] = cs.J[(3 * i + r) * C + t];
+        cs.Y[(3 * a + r) * C + t] = cs.Y[(3 * i + r) * C + t];
+      }
   }
   for (int r = 0; r < 3 * n; ++r) {
     const S* G0 = cs.G + (3 * keep[r / 3] + r % 3) * nr0;
@@ -720,8 +745,7 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
 template <class S, class D>
 MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
   for (int d = 0; d < m.nv; ++d) x[d] = 0;
-  for (int r = 0; r < 3 * cs.n; ++r)
-    for (int d = 0; d < m.nv; ++d) x[d] += cs.J[r * m.nv + d] * cs.w[r / 3] * cs.P[r];
+  for (int r = 0; r < 3 * cs.n; ++r) chain_axpy(cs, r / 3, cs.w[r / 3] * cs.P[r], cs.J + r * D::kChain, x);
   ltl_solve(m, ws.H, x);
 }
 
@@ -785,8 +809,11 @@ MOREAU_HD void adj_contact_setup(const ModelView<S, D>& m, const ContactSettings
   for (int d = 0; d < nv; ++d) ca.x[d] = cfg.mode == kContactHardSmoothGrad ? S(0) : v_next[d] - v_free[d];
   if (cs.n == 0) return;
   if (cfg.mode == kContactHardSmoothGrad) impulse_velocity(m, ws, cs, ca.x);
-  if (contact_blocks(contact_grad_mode(cfg.mode))) {
-    for (int k = 0; k < nr * nv; ++k) ca.K[k] = cs.Y[k];
+  if (contact_blocks(contact_grad_mode(cfg.mode))) {  // K = L⁻¹ Y: Y's rows spread from their chains to every dof
+    for (int r = 0; r < nr; ++r) {
+      for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = 0;
+      chain_axpy(cs, r / 3, S(1), cs.Y + r * D::kChain, ca.K + r * nv);
+    }
     for (int r = 0; r < nr; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
   }
   adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
@@ -819,14 +846,12 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
   // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
   ltl_solve_t(m, ws.H, lambda);
-  S adj_J[3 * D::kActive * D::kNv], adj_P[3 * D::kActive], adj_gamma[3 * D::kActive];
+  constexpr int C = D::kChain;
+  S adj_J[3 * D::kActive * C], adj_P[3 * D::kActive], adj_gamma[3 * D::kActive];  // adj_J as cs.J
   S adj_w[D::kActive], adj_gap[D::kActive], adj_pn[D::kActive], adj_gnn[D::kActive];
   for (int r = 0; r < nr; ++r) {
-    S t = 0;
-    for (int d = 0; d < nv; ++d) {
-      t += cs.Y[r * nv + d] * lambda[d];
-      adj_J[r * nv + d] = 0;
-    }
+    const S t = chain_dot(cs, r / 3, cs.Y + r * C, lambda);
+    for (int k = 0; k < cs.nd[r / 3]; ++k) adj_J[r * C + k] = 0;
     adj_P[r] = cs.w[r / 3] * t;
     if (r % 3 == 0) adj_w[r / 3] = 0;
     adj_w[r / 3] += cs.P[r] * t;
@@ -853,16 +878,17 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
       if (cs.gap[i] > 0) adj_gap[i] += adj_gamma[3 * i] / h;
   }
   // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
-  for (int r = 0; r < nr; ++r)
-    for (int d = 0; d < nv; ++d) {
-      adj_v_free[d] += cs.J[r * nv + d] * adj_gamma[r];
-      lambda[d] += cs.Y[r * nv + d] * adj_gamma[r];
-    }
+  for (int r = 0; r < nr; ++r) {
+    chain_axpy(cs, r / 3, adj_gamma[r], cs.J + r * C, adj_v_free);
+    chain_axpy(cs, r / 3, adj_gamma[r], cs.Y + r * C, lambda);
+  }
   ltl_solve_l(m, ws.H, lambda);
-  // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ
+  // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ on the rows' chains
   for (int r = 0; r < nr; ++r) {
     const S pa = cs.w[r / 3] * cs.P[r], ga = adj_gamma[r];
-    for (int d = 0; d < nv; ++d) adj_J[r * nv + d] += pa * lambda[d] + ga * (v_free[d] + ca.x[d]);
+    const int* dof = cs.dof + (r / 3) * C;
+    for (int t = 0; t < cs.nd[r / 3]; ++t)
+      adj_J[r * C + t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
   }
   if (contact_blocks(mode)) {
     // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
@@ -883,8 +909,10 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
           Kl[d] = Kj[d] * t.l[0] + Kj[nv + d] * t.l[1] + Kj[2 * nv + d] * t.l[2];
           Kr[d] = Kj[d] * t.r[0] + Kj[nv + d] * t.r[1] + Kj[2 * nv + d] * t.r[2];
         }
+        const int* dof = cs.dof + j * C;
         for (int a = 0; a < 3; ++a)
-          for (int d = 0; d < nv; ++d) adj_J[(3 * j + a) * nv + d] += t.c * (t.l[a] * Kr[d] + t.r[a] * Kl[d]);
+          for (int s = 0; s < cs.nd[j]; ++s)
+            adj_J[(3 * j + a) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
         for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
           S* adj_Hc = adj_H + m.dof_Madr[c];
           adj_Hc[m.dof_depth[c]] -= t.c * Kl[c] * Kr[c];

@@ -31,6 +31,7 @@ template <class S>
 struct ModelArrays {
   int nq, nv, nu, nbody, ncon;
   int nM;                     // entries of the sparse mass matrix (dof_Madr)
+  int nchain;                 // dofs on the longest root-to-dof path (1 + max dof_depth)
   int decimation;
   S timestep;
   S gravity[3];
@@ -82,7 +83,7 @@ struct ModelView : ModelArrays<S> {
 template <class D, class S>
 MOREAU_HD bool fits(const ModelArrays<S>& m) {
   return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu && m.ncon <= D::kContacts &&
-         m.nM <= D::kNM;
+         m.nM <= D::kNM && m.nchain <= D::kChain;
 }
 
 // Calls f(view) with the model's view in the smallest size class it fits.

@@ -41,6 +41,15 @@ void expect_gradient(const Vec& adjoint, const Vec& fd, double rel, const char* 
   EXPECT_GT(largest, 1e-3 * scale) << what;
 }
 
+// ⟨J̄, J⟩ over the contacts' rows in cs, each over its chain (the rows' storage, stride kChain).
+double dot_rows(const Vec& Jbar, const kern::ContactScratch<double>& cs) {
+  constexpr int C = MaxDims::kChain;
+  double s = 0;
+  for (int r = 0; r < 3 * cs.n; ++r)
+    for (int t = 0; t < cs.nd[r / 3]; ++t) s += Jbar[r * C + t] * cs.J[r * C + t];
+  return s;
+}
+
 // L = ⟨J̄, J(q)⟩ + ⟨ḡ, g(q)⟩ over the active contacts of ANYmal C's feet (all candidates),
 // through adj_contact_kinematics and adj_forward_kinematics, at random configurations.
 TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
@@ -61,14 +70,17 @@ TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
     kern::ContactScratch<double> cs;
     kinematics(q.data(), ws, cs);
     ASSERT_EQ(cs.n, m.ncon);
-    Vec Jbar(3 * cs.n * nv), gbar(cs.n);
-    for (double& x : Jbar) x = normal(rng);
+    Vec Jbar(3 * cs.n * MaxDims::kChain, 0.0), gbar(cs.n);
+    for (int r = 0; r < 3 * cs.n; ++r) {
+      ASSERT_EQ(cs.nd[r / 3], 9);  // a foot's chain: the base's 6 dofs and its leg's 3
+      for (int t = 0; t < cs.nd[r / 3]; ++t) Jbar[r * MaxDims::kChain + t] = normal(rng);
+    }
     for (double& x : gbar) x = normal(rng);
     auto loss = [&]() {
       kern::Workspace<double> w2;
       kern::ContactScratch<double> c2;
       kinematics(q.data(), w2, c2);
-      return dot(Jbar, c2.J) + dot(gbar, c2.gap);
+      return dot_rows(Jbar, c2) + dot(gbar, c2.gap);
     };
     kern::AdjWorkspace<double> aw;
     kern::adj_clear(m, aw);
@@ -85,6 +97,7 @@ TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
 TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
   const test::KernelModel km("anymal_c.json");
   const kern::ModelView<double>& m = km.m;
+  constexpr int C = MaxDims::kChain;
   const int nv = m.nv, n = 3, nr = 3 * n;
   std::mt19937 rng(37);
   std::normal_distribution<double> normal(0, 1);
@@ -92,7 +105,9 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
   for (const double kd_given : {-1.0, 40.0}) {
     kern::ContactScratch<double> cs;
     cs.n = n;
-    for (int k = 0; k < nr * nv; ++k) cs.J[k] = 0.3 * normal(rng);
+    for (int i = 0; i < n; ++i) kern::contact_chain(m, m.con_body[i], cs, i);  // three feet
+    for (int r = 0; r < nr; ++r)
+      for (int t = 0; t < C; ++t) cs.J[r * C + t] = t < cs.nd[r / 3] ? 0.3 * normal(rng) : 0.0;
     for (int k = 0; k < nr * nr; ++k) cs.G[k] = 0.1 * normal(rng);
     Vec v_k(nv), Pbar(n), gnn(n);
     for (double& x : v_k) x = normal(rng);
@@ -106,13 +121,11 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
     // normal row's constraint in turn until all hold
     for (int it = 0; it < 50; ++it)
       for (int i = 0; i < n; ++i) {
-        double vn = 0, jj = 0;
-        for (int d = 0; d < nv; ++d) {
-          vn += cs.J[3 * i * nv + d] * v_k[d];
-          jj += cs.J[3 * i * nv + d] * cs.J[3 * i * nv + d];
-        }
-        const double target = i < 2 ? -0.3 : 0.3;
-        for (int d = 0; d < nv; ++d) v_k[d] += (target - vn) * cs.J[3 * i * nv + d] / jj;
+        const double* Jn = cs.J + 3 * i * C;
+        double jj = 0;
+        for (int t = 0; t < C; ++t) jj += Jn[t] * Jn[t];
+        const double vn = kern::chain_dot(cs, i, Jn, v_k.data()), target = i < 2 ? -0.3 : 0.3;
+        kern::chain_axpy(cs, i, (target - vn) / jj, Jn, v_k.data());
       }
     auto loss = [&]() {
       kern::soft_normal_impulses(m, v_k.data(), cs, h, kn, kd_given, zeta);
@@ -122,17 +135,17 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
     };
     loss();
     for (int i = 0; i < n; ++i) ASSERT_GT(cs.P[3 * i], 0);
-    Vec adj_gap(n, 0.0), adj_J(nr * nv, 0.0), adj_v(nv, 0.0), adj_gnn(n, 0.0);
+    Vec adj_gap(n, 0.0), adj_J(nr * C, 0.0), adj_v(nv, 0.0), adj_gnn(n, 0.0);
     double adj_kn = 0;
     kern::adj_soft_normal_impulses(m, v_k.data(), cs, h, kn, kd_given, zeta, Pbar.data(), adj_gap.data(),
                                    adj_J.data(), adj_v.data(), adj_gnn.data(), adj_kn);
     const double eps = 1e-7;
-    Vec fd_gap(n), fd_J(nr * nv), fd_v(nv), fd_gnn(n);
+    Vec fd_gap(n), fd_J(nr * C), fd_v(nv), fd_gnn(n);
     for (int i = 0; i < n; ++i) {
       fd_gap[i] = test::central(loss, cs.gap[i], eps);
       fd_gnn[i] = test::central(loss, cs.G[3 * i * nr + 3 * i], eps);
     }
-    for (int k = 0; k < nr * nv; ++k) fd_J[k] = test::central(loss, cs.J[k], eps);
+    for (int k = 0; k < nr * C; ++k) fd_J[k] = test::central(loss, cs.J[k], eps);
     for (int d = 0; d < nv; ++d) fd_v[d] = test::central(loss, v_k[d], eps);
     const Vec fd_kn{test::central(loss, kn, 1e-3)};
     expect_gradient(adj_gap, fd_gap, 1e-6, "gap");

@@ -128,10 +128,12 @@ void tilted_plane(ContactMode mode, double mu, double theta, bool expect_slide, 
 // of its lower rim at centre height 0.1 m; laid on its side with a spin about its axis it
 // rolls, its centre between r cos(π/8) (on a face of the octagonal rims) and r (on a rim
 // point), less the contact model's sink; the octagon's impacts stop it (no exact rolling).
-// delassus sums G = Yᵀ Y over the dofs two contacts' chains share: bit-identical to the dense
-// sum over every dof, and the rows of Y are zero off their chains (ANYmal C, all four feet
-// active, random configurations).
-TEST(Delassus, SparseSumEqualsTheDenseOneBitForBit) {
+// The contact rows live on their chains: each foot's is the base's 6 dofs and its own leg's 3,
+// root-first; delassus' Y is the dense L⁻ᵀ Jᵀ (ltl_solve_t of the row over every dof, zero off
+// the chain; to rounding, as the compiler may fuse the two loops' products differently), and its
+// G = Yᵀ Y summed over the chains' shared prefix is, bit for bit, the dense sum over every dof
+// (ANYmal C, all four feet active, random configurations).
+TEST(Delassus, ChainRowsEqualTheDenseOnes) {
   const test::KernelModel km("anymal_c.json");
   const kern::ModelView<double>& m = km.m;
   std::mt19937 rng(5);
@@ -148,16 +150,28 @@ TEST(Delassus, SparseSumEqualsTheDenseOneBitForBit) {
     kern::contact_candidates(m, *ws, q.data(), kern::PlaneGround<double>{}, 1e300, *cs, static_cast<double*>(nullptr));
     ASSERT_EQ(cs->n, 4);
     kern::delassus(m, ws->H, v.data(), *cs);
+    constexpr int C = MaxDims::kChain;
     const int nv = m.nv, nr = 3 * cs->n;
+    std::vector<double> J(nr * nv, 0.0), Y(nr * nv, 0.0);  // the rows over every dof
+    for (int r = 0; r < nr; ++r) {
+      const int i = r / 3, knee = m.jnt_dofadr[m.con_body[cs->con[i]]];  // the leg's dofs end at the knee
+      ASSERT_EQ(cs->nd[i], 9);
+      for (int t = 0; t < 9; ++t) ASSERT_EQ(cs->dof[i * C + t], t < 6 ? t : knee + t - 8) << "contact " << i;
+      kern::chain_axpy(*cs, i, 1.0, cs->J + r * C, J.data() + r * nv);
+      kern::chain_axpy(*cs, i, 1.0, cs->Y + r * C, Y.data() + r * nv);
+      std::vector<double> y(J.begin() + r * nv, J.begin() + (r + 1) * nv);
+      kern::ltl_solve_t(m, ws->H, y.data());
+      for (int d = 0; d < nv; ++d) EXPECT_NEAR(Y[r * nv + d], y[d], 1e-14 * (1 + std::abs(y[d]))) << r << ", " << d;
+    }
     for (int r = 0; r < nr; ++r)
       for (int s = 0; s < nr; ++s) {
         double g = 0;
-        for (int d = 0; d < nv; ++d) g += cs->Y[r * nv + d] * cs->Y[s * nv + d];
+        for (int d = 0; d < nv; ++d) g += Y[r * nv + d] * Y[s * nv + d];
         EXPECT_EQ(cs->G[r * nr + s], g) << r << ", " << s;
       }
     for (int r = 0; r < nr; ++r)  // each foot's rows: the base (6) and its own leg (3) only
       for (int d = 6; d < nv; ++d)
-        if (cs->Y[r * nv + d] == 0) ++cross_leg_zeros;
+        if (Y[r * nv + d] == 0) ++cross_leg_zeros;
   }
   EXPECT_EQ(cross_leg_zeros, 20 * 12 * 9);  // 3 legs x 3 dofs off each row's chain
 }

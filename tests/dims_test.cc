@@ -49,6 +49,10 @@ TEST(Dims, EachModelRunsInTheSmallestClassItFits) {
   m.nM = SmallDims::kNM + 1;
   EXPECT_FALSE(kern::fits<SmallDims>(m));
   EXPECT_TRUE(kern::fits<MaxDims>(m));
+  m = view_of(packed);  // a longer root-to-dof path (longer contact rows) too
+  m.nchain = SmallDims::kChain + 1;
+  EXPECT_FALSE(kern::fits<SmallDims>(m));
+  EXPECT_TRUE(kern::fits<MaxDims>(m));
   static_assert(SmallDims::kActive == 8 && MaxDims::kActive == kMaxActive, "kActive = min(points, kMaxActive)");
 }
 

@@ -227,6 +227,7 @@ TEST(ModelCompile, PreorderAddressesAndDofParents) {
   EXPECT_EQ(m.dof_depth, (std::vector<int>{0, 0, 1, 2, 3, 4, 5, 6, 6, 7, 8, 9}));
   EXPECT_EQ(m.dof_Madr, (std::vector<int>{0, 1, 2, 4, 7, 11, 16, 22, 29, 36, 44, 53}));
   EXPECT_EQ(m.nM, 63);
+  EXPECT_EQ(m.nchain, 10);  // b2's last dof: the base's 6, b1's 3 and its own
   // Free body: frame at the identity, pose in qpos0 with the quaternion normalised.
   for (int k = 3; k < 6; ++k) EXPECT_EQ(m.body_pos[k], 0);
   EXPECT_EQ(m.body_quat[4], 1);
@@ -396,6 +397,7 @@ TEST(ModelCompile, AnymalOrderAddressesAndDofParents) {
   for (int d = 1; d < 6; ++d) EXPECT_EQ(m.dof_parent[d], d - 1);
   // the mass matrix's sparse rows: the base's 1 + ... + 6, each leg's 7 + 8 + 9 (issue 15: 117 of 324)
   EXPECT_EQ(m.nM, 117);
+  EXPECT_EQ(m.nchain, 9);  // a foot's contact rows: the base's 6 dofs and its leg's 3
   for (int d = 0; d < m.nv; ++d) EXPECT_EQ(m.dof_depth[d], d < 6 ? d : 6 + (d - 6) % 3);
   for (int d = 1; d < m.nv; ++d) EXPECT_EQ(m.dof_Madr[d], m.dof_Madr[d - 1] + m.dof_depth[d - 1] + 1);
   const std::vector<double> base_q{0, 0, 0.6, 1, 0, 0, 0};

@@ -29,7 +29,8 @@ struct Model {
   std::string name;
   std::string source;
   int nq = 0, nv = 0, nu = 0, nbody = 0, ncon = 0;
-  int nM = 0;  // entries of the mass matrix's tree-sparse lower triangle (dof_Madr)
+  int nM = 0;      // entries of the mass matrix's tree-sparse lower triangle (dof_Madr)
+  int nchain = 0;  // dofs on the longest root-to-dof path, 1 + max dof_depth (a contact row's length)
   double gravity[3] = {0, 0, -9.81};
   double timestep = 0.005;
   int decimation = 1;
