@@ -213,7 +213,7 @@ MOREAU_HD void chain_solve_t3(const ModelView<S, D>& m, const S* L, const Contac
   const int* dof = cs.dof + i * D::kChain;
   for (int t = cs.nd[i] - 1; t >= 0; --t) {
     const S* Lt = L + m.dof_Madr[dof[t]];
-    const S inv = S(1) / Lt[t];
+    const S inv = Lt[t];  // 1 / L_tt (ltl_factor)
     const S a = x0[t] *= inv, b = x1[t] *= inv, c = x2[t] *= inv;
     for (int s = t - 1; s >= 0; --s) {
       x0[s] -= Lt[s] * a;
@@ -237,7 +237,7 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
       b -= l * x1[j];
       c -= l * x2[j];
     }
-    const S inv = S(1) / Li[m.dof_depth[i]];
+    const S inv = Li[m.dof_depth[i]];  // 1 / L_ii (ltl_factor)
     x0[i] = a * inv;
     x1[i] = b * inv;
     x2[i] = c * inv;

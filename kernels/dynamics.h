@@ -289,17 +289,18 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
 }
 
 // In place H = Lᵀ L in the sparse storage (L_kj ≠ 0 only for j an ancestor dof of k: no
-// fill-in). False if H is not positive definite.
+// fill-in), the diagonal holding 1 / L_kk so that the solves multiply (as MuJoCo keeps D⁻¹).
+// False if H is not positive definite.
 template <class S, class D>
 MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
   for (int k = m.nv - 1; k >= 0; --k) {
     S* Lk = H + m.dof_Madr[k];
     const int dk = m.dof_depth[k];
-    S d = Lk[dk];
+    const S d = Lk[dk];
     if (!(d > 0)) return false;
-    d = msqrt(d);
-    Lk[dk] = d;
-    for (int t = 0; t < dk; ++t) Lk[t] /= d;
+    const S inv = S(1) / msqrt(d);
+    Lk[dk] = inv;
+    for (int t = 0; t < dk; ++t) Lk[t] *= inv;
     // H_ij −= L_ki L_kj for every ancestor i of k (depth s) and every ancestor j of i (depth t ≤
     // s): row i's first s + 1 entries, against row k's
     int i = m.dof_parent[k];
@@ -318,7 +319,7 @@ MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
   for (int i = m.nv - 1; i >= 0; --i) {
     const S* Li = L + m.dof_Madr[i];
     int t = m.dof_depth[i];
-    x[i] /= Li[t];
+    x[i] *= Li[t];  // 1 / L_ii
     for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[j] -= Li[--t] * x[i];
   }
 }
@@ -330,7 +331,7 @@ MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
     const S* Li = L + m.dof_Madr[i];
     int t = m.dof_depth[i];
     for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[i] -= Li[--t] * x[j];
-    x[i] /= Li[m.dof_depth[i]];
+    x[i] *= Li[m.dof_depth[i]];  // 1 / L_ii
   }
 }
 
