@@ -741,12 +741,13 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   return result;
 }
 
-// x = H⁻¹ Jᵀ (w ∘ P): the velocity the solve's impulses add.
+// x = H⁻¹ Jᵀ (w ∘ P) = L⁻¹ Y (w ∘ P): the velocity the solve's impulses add (Y = L⁻ᵀ Jᵀ from
+// delassus, so only the root-down half of the solve is left).
 template <class S, class D>
 MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
   for (int d = 0; d < m.nv; ++d) x[d] = 0;
-  for (int r = 0; r < 3 * cs.n; ++r) chain_axpy(cs, r / 3, cs.w[r / 3] * cs.P[r], cs.J + r * D::kChain, x);
-  ltl_solve(m, ws.H, x);
+  for (int r = 0; r < 3 * cs.n; ++r) chain_axpy(cs, r / 3, cs.w[r / 3] * cs.P[r], cs.Y + r * D::kChain, x);
+  ltl_solve_l(m, ws.H, x);
 }
 
 // The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ (w ∘ P). Writes
