@@ -10,12 +10,17 @@ the same command again to go on. A killed chunk is lost and rerun. --report (or 
 run) sums the ledger per mode and dtype: env-steps, non-finite states outside flagged
 environments, fatal flags, warnings, the worst residual, adjoint counts and core-hours.
 
+The binary is copied and its commit fixed when the campaign starts (HEAD's, refused while the
+sources differ from HEAD: then pass --commit), so rebuilding or committing meanwhile changes
+neither. Build it from HEAD first: cmake --build build/cpu --target moreau-soak.
+
   python3 scripts/soak_campaign.py --contact hard --dtype float32 --env-steps 5e7 --chunk 1e7
   python3 scripts/soak_campaign.py --report
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,6 +40,14 @@ def read_ledger(path):
 def commit():
     r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return r.stdout.strip() or "unknown"
+
+
+def source_changes():
+    """Tracked files that differ from HEAD under the directories moreau-soak is built from."""
+    r = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "kernels", "host",
+                        "include", "bench", "cuda", "CMakeLists.txt"], capture_output=True, text=True)
+    return [line[3:] for line in r.stdout.splitlines() if not line[3:].endswith(".jsonl") and
+            not line[3:].endswith(".md")]
 
 
 def run_chunk(binary, mode, dtype, steps, n_env, seed, threads, built_from):
@@ -86,7 +99,8 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--binary", default=os.path.join(ROOT, "build/cpu/bench/moreau-soak"))
     p.add_argument("--ledger", default=os.path.join(ROOT, "bench/soak_ledger.jsonl"))
-    p.add_argument("--commit", default=None, help="the commit --binary was built from (default: HEAD's)")
+    p.add_argument("--commit", default=None, help="the commit --binary was built from (default: HEAD's at the "
+                   "start, when the sources are HEAD's)")
     p.add_argument("--report", action="store_true", help="only sum the ledger")
     a = p.parse_args(argv)
     if not a.report:
@@ -96,6 +110,17 @@ def main(argv=None):
         if not (a.chunk >= 1 and a.env_steps >= a.chunk):
             p.error(f"--chunk: expected 1 <= chunk <= --env-steps, got {a.chunk:g} and {a.env_steps:g}")
         n_chunks = int(round(a.env_steps / a.chunk))
+        # The binary and its commit are pinned at the start: a rebuild or a new commit while the
+        # campaign runs changes neither what runs nor what the ledger says it was built from.
+        built_from = a.commit
+        if built_from is None:
+            changed = source_changes()
+            if changed:
+                p.error("--commit: expected the commit the binary was built from; the sources differ from HEAD ("
+                        + ", ".join(changed[:5]) + "), so HEAD's is not it")
+            built_from = commit()
+        pinned = tempfile.TemporaryDirectory()
+        binary = shutil.copy(a.binary, os.path.join(pinned.name, "moreau-soak"))
         for mode in a.contact:
             for dtype in a.dtype:
                 done = {r["seed"] for r in read_ledger(a.ledger) if r["contact"] == mode and r["dtype"] == dtype
@@ -103,7 +128,7 @@ def main(argv=None):
                 for seed in range(1, n_chunks + 1):
                     if seed in done:
                         continue
-                    row = run_chunk(a.binary, mode, dtype, a.chunk, a.n_env, seed, a.threads, a.commit or commit())
+                    row = run_chunk(binary, mode, dtype, a.chunk, a.n_env, seed, a.threads, built_from)
                     with open(a.ledger, "a") as f:
                         f.write(json.dumps(row) + "\n")
     report(read_ledger(a.ledger))
