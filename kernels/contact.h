@@ -270,12 +270,16 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
       const int *di = cs.dof + i * C, *dj = cs.dof + j * C, lim = mmin(cs.nd[i], cs.nd[j]);
       int shared = 0;
       while (shared < lim && di[shared] == dj[shared]) ++shared;
-      for (int r = 3 * i; r < 3 * i + 3; ++r)
-        for (int s = 3 * j; s < (i == j ? r + 1 : 3 * j + 3); ++s) {
-          S g = 0;
-          for (int t = 0; t < shared; ++t) g += Y[r * C + t] * Y[s * C + t];
-          cs.G[r * nr + s] = cs.G[s * nr + r] = g;
-        }
+      // the 3 x 3 block G_ij, its nine sums in one pass over the shared dofs
+      const S *Yi = Y + 3 * i * C, *Yj = Y + 3 * j * C;
+      S g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+      for (int t = 0; t < shared; ++t) {
+        const S a[3] = {Yi[t], Yi[C + t], Yi[2 * C + t]}, b[3] = {Yj[t], Yj[C + t], Yj[2 * C + t]};
+        for (int x = 0; x < 3; ++x)
+          for (int y = 0; y < 3; ++y) g[3 * x + y] += a[x] * b[y];
+      }
+      for (int x = 0; x < 3; ++x)
+        for (int y = 0; y < 3; ++y) cs.G[(3 * i + x) * nr + 3 * j + y] = cs.G[(3 * j + y) * nr + 3 * i + x] = g[3 * x + y];
     }
 }
 
