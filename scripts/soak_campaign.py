@@ -43,11 +43,11 @@ def commit():
 
 
 def source_changes():
-    """Tracked files that differ from HEAD under the directories moreau-soak is built from."""
+    """Tracked files that differ from HEAD among those moreau-soak is built from."""
     r = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "kernels", "host",
-                        "include", "bench", "cuda", "CMakeLists.txt"], capture_output=True, text=True)
-    return [line[3:] for line in r.stdout.splitlines() if not line[3:].endswith(".jsonl") and
-            not line[3:].endswith(".md")]
+                        "include", "bench", "cuda", "CMakeLists.txt", ":!*.md", ":!*.jsonl"],
+                       capture_output=True, text=True)
+    return [line[3:] for line in r.stdout.splitlines()]
 
 
 def run_chunk(binary, mode, dtype, steps, n_env, seed, threads, built_from):
@@ -119,18 +119,18 @@ def main(argv=None):
                 p.error("--commit: expected the commit the binary was built from; the sources differ from HEAD ("
                         + ", ".join(changed[:5]) + "), so HEAD's is not it")
             built_from = commit()
-        pinned = tempfile.TemporaryDirectory()
-        binary = shutil.copy(a.binary, os.path.join(pinned.name, "moreau-soak"))
-        for mode in a.contact:
-            for dtype in a.dtype:
-                done = {r["seed"] for r in read_ledger(a.ledger) if r["contact"] == mode and r["dtype"] == dtype
-                        and r["n_env"] == a.n_env and r["chunk_env_steps"] == int(a.chunk)}
-                for seed in range(1, n_chunks + 1):
-                    if seed in done:
-                        continue
-                    row = run_chunk(binary, mode, dtype, a.chunk, a.n_env, seed, a.threads, built_from)
-                    with open(a.ledger, "a") as f:
-                        f.write(json.dumps(row) + "\n")
+        with tempfile.TemporaryDirectory() as pinned:
+            binary = shutil.copy(a.binary, os.path.join(pinned, "moreau-soak"))
+            for mode in a.contact:
+                for dtype in a.dtype:
+                    done = {r["seed"] for r in read_ledger(a.ledger) if r["contact"] == mode and r["dtype"] == dtype
+                            and r["n_env"] == a.n_env and r["chunk_env_steps"] == int(a.chunk)}
+                    for seed in range(1, n_chunks + 1):
+                        if seed in done:
+                            continue
+                        row = run_chunk(binary, mode, dtype, a.chunk, a.n_env, seed, a.threads, built_from)
+                        with open(a.ledger, "a") as f:
+                            f.write(json.dumps(row) + "\n")
     report(read_ledger(a.ledger))
     return 0
 
