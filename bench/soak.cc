@@ -7,6 +7,10 @@
 // environments per step) and a reset of every environment flagged fatal. Every 20 steps the
 // adjoint of one control step at the current states with random seeds.
 //
+// --kn-bands B splits the run into B parts of equal env-steps, part b drawing k_n log-uniform
+// in the b-th of B equal log-ranges of 1e2 to 1e6: together the same draw, but soft contact's
+// automatic substeps (from the batch's largest k_n, docs/contact.md) follow each part's range.
+//
 // Reported per mode and dtype: environment-steps, non-finite states in environments not
 // flagged fatal (a bug: must be 0), fatal flags by kind, solver-not-converged warnings, the
 // worst solver residual (and the largest |v_k| of its environment), and for the adjoint:
@@ -34,6 +38,17 @@ struct Tally {
   int64_t resets = 0, adjoints = 0, adj_nonfinite = 0, nan_gradient = 0, no_gradient = 0;
   double worst_residual = 0, seconds = 0;
   double worst_residual_speed = 0;  // max |v_k| of the environment at the worst residual
+
+  void add(const Tally& o) {
+    env_steps += o.env_steps, nonfinite += o.nonfinite, nan_state += o.nan_state, nan_action += o.nan_action;
+    singular_mass += o.singular_mass, not_converged += o.not_converged, resets += o.resets;
+    adjoints += o.adjoints, adj_nonfinite += o.adj_nonfinite, nan_gradient += o.nan_gradient;
+    no_gradient += o.no_gradient, seconds += o.seconds;
+    if (o.worst_residual > worst_residual) {
+      worst_residual = o.worst_residual;
+      worst_residual_speed = o.worst_residual_speed;
+    }
+  }
 };
 
 template <class S>
@@ -44,7 +59,8 @@ bool finite_env(const S* x, int width, int n, int e) {
 }
 
 template <class S>
-Tally soak(const Model& m, ContactMode mode, DType dtype, int64_t target, int n, int threads, unsigned seed) {
+Tally soak(const Model& m, ContactMode mode, DType dtype, int64_t target, int n, int threads, unsigned seed,
+            double kn_lo, double kn_hi) {
   moreau::SimulatorOptions o;
   o.n_env = n;
   o.dtype = dtype;
@@ -75,7 +91,7 @@ Tally soak(const Model& m, ContactMode mode, DType dtype, int64_t target, int n,
       sim.set_param("kd", kd.data(), n, nu);
       for (double& x : scalar) x = 3 * u(rng);
       sim.set_param("friction", scalar.data(), n, 1);
-      for (double& x : scalar) x = log_uniform(1e2, 1e6);
+      for (double& x : scalar) x = log_uniform(kn_lo, kn_hi);
       sim.set_param("contact_kn", scalar.data(), n, 1);
       for (double& x : scalar) x = base_mass * (-0.5 + 2.5 * u(rng));
       sim.set_param("added_base_mass", scalar.data(), n, 1);
@@ -157,6 +173,7 @@ int main(int argc, char** argv) {
     double target = 1e6;
     int n_env = 256;
     unsigned seed = 1;
+    int kn_bands = 1;
     std::vector<DType> dtypes = {DType::Float32, DType::Float64};
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -167,6 +184,9 @@ int main(int argc, char** argv) {
       } else if (a == "--n-env" && i + 1 < argc) {
         n_env = std::atoi(argv[++i]);
         if (n_env <= 0) throw moreau::Error("--n-env: expected a positive integer");
+      } else if (a == "--kn-bands" && i + 1 < argc) {
+        kn_bands = std::atoi(argv[++i]);
+        if (kn_bands < 1 || kn_bands > 100) throw moreau::Error("--kn-bands: expected an integer from 1 to 100");
       } else if (a == "--seed" && i + 1 < argc) {
         seed = static_cast<unsigned>(std::atoi(argv[++i]));
       } else if (a == "--dtype" && i + 1 < argc) {
@@ -176,7 +196,7 @@ int main(int argc, char** argv) {
         else if (d != "all") throw moreau::Error("--dtype: expected float32, float64 or all");
       } else {
         throw moreau::Error("unknown option '" + a + "' (--env-steps N --n-env N --contact LIST --dtype D --seed S "
-                            "--threads N --robot FILE --json-out FILE)");
+                            "--kn-bands B --threads N --robot FILE --json-out FILE)");
       }
     }
     if (o.threads <= 0) o.threads = static_cast<int>(std::thread::hardware_concurrency());
@@ -187,9 +207,14 @@ int main(int argc, char** argv) {
                 "nan-grad", "no-grad", "s");
     for (ContactMode mode : o.contact)
       for (DType dtype : dtypes) {
-        const int64_t steps = static_cast<int64_t>(target);
-        const Tally t = dtype == DType::Float64 ? soak<double>(model, mode, dtype, steps, n_env, o.threads, seed)
-                                                : soak<float>(model, mode, dtype, steps, n_env, o.threads, seed);
+        Tally t;
+        for (int b = 0; b < kn_bands; ++b) {  // part b: k_n in 1e2 · 1e4^(b/B) to 1e2 · 1e4^((b+1)/B)
+          const int64_t steps = static_cast<int64_t>(target) * (b + 1) / kn_bands - t.env_steps;
+          const double lo = 1e2 * std::pow(1e4, double(b) / kn_bands), hi = 1e2 * std::pow(1e4, double(b + 1) / kn_bands);
+          const unsigned s = kn_bands == 1 ? seed : seed * kn_bands + b;
+          t.add(dtype == DType::Float64 ? soak<double>(model, mode, dtype, steps, n_env, o.threads, s, lo, hi)
+                                        : soak<float>(model, mode, dtype, steps, n_env, o.threads, s, lo, hi));
+        }
         const char* dname = dtype == DType::Float64 ? "float64" : "float32";
         std::printf("%-17s %-7s %12lld %9lld %8lld %8lld %8lld %10lld %9.2e %12lld %9lld %8lld %8lld %7.1f\n",
                     moreau::contact_mode_name(mode), dname, static_cast<long long>(t.env_steps),
@@ -207,7 +232,7 @@ int main(int argc, char** argv) {
                                {"worst_residual_speed", t.worst_residual_speed}, {"resets", t.resets},
                                {"env_adjoints", t.adjoints}, {"adjoint_nonfinite_unflagged", t.adj_nonfinite},
                                {"nan_gradient", t.nan_gradient}, {"no_gradient", t.no_gradient},
-                               {"seconds", t.seconds}, {"n_env", n_env}, {"seed", seed}});
+                               {"seconds", t.seconds}, {"n_env", n_env}, {"seed", seed}, {"kn_bands", kn_bands}});
       }
     bench::emit_json(out, o.json_out);
     return 0;

@@ -50,12 +50,12 @@ def source_changes():
     return [line[3:] for line in r.stdout.splitlines()]
 
 
-def run_chunk(binary, mode, dtype, steps, n_env, seed, threads, built_from):
+def run_chunk(binary, mode, dtype, steps, n_env, seed, threads, kn_bands, built_from):
     """One moreau-soak process; returns its row with the run's date, commit and machine."""
     with tempfile.TemporaryDirectory() as tmp:
         js = os.path.join(tmp, "soak.json")
         cmd = [binary, "--contact", mode, "--dtype", dtype, "--env-steps", str(int(steps)), "--n-env", str(n_env),
-               "--seed", str(seed), "--threads", str(threads), "--json-out", js]
+               "--seed", str(seed), "--threads", str(threads), "--kn-bands", str(kn_bands), "--json-out", js]
         subprocess.run(cmd, check=True, stdout=sys.stdout, stderr=sys.stderr)
         with open(js) as f:
             out = json.load(f)
@@ -97,6 +97,11 @@ def main(argv=None):
     p.add_argument("--chunk", type=float, default=1e7, help="env-steps per moreau-soak process")
     p.add_argument("--n-env", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--kn-bands", type=int, default=1, help="moreau-soak --kn-bands: k_n drawn in B log-ranges one "
+                   "after another, so soft contact's substeps follow each range (chunks already in the ledger count "
+                   "whatever their bands)")
+    p.add_argument("--shard", default="0/1", help="K/N: run only the chunks whose number is K modulo N, so that N "
+                   "campaigns side by side share the work")
     p.add_argument("--binary", default=os.path.join(ROOT, "build/cpu/bench/moreau-soak"))
     p.add_argument("--ledger", default=os.path.join(ROOT, "bench/soak_ledger.jsonl"))
     p.add_argument("--commit", default=None, help="the commit --binary was built from (default: HEAD's at the "
@@ -110,6 +115,11 @@ def main(argv=None):
         if not (a.chunk >= 1 and a.env_steps >= a.chunk):
             p.error(f"--chunk: expected 1 <= chunk <= --env-steps, got {a.chunk:g} and {a.env_steps:g}")
         n_chunks = int(round(a.env_steps / a.chunk))
+        try:
+            shard, n_shards = (int(x) for x in a.shard.split("/"))
+            assert 0 <= shard < n_shards
+        except (ValueError, AssertionError):
+            p.error(f"--shard: expected K/N with 0 <= K < N, got {a.shard!r}")
         # The binary and its commit are pinned at the start: a rebuild or a new commit while the
         # campaign runs changes neither what runs nor what the ledger says it was built from.
         built_from = a.commit
@@ -126,9 +136,10 @@ def main(argv=None):
                     done = {r["seed"] for r in read_ledger(a.ledger) if r["contact"] == mode and r["dtype"] == dtype
                             and r["n_env"] == a.n_env and r["chunk_env_steps"] == int(a.chunk)}
                     for seed in range(1, n_chunks + 1):
-                        if seed in done:
+                        if seed in done or seed % n_shards != shard:
                             continue
-                        row = run_chunk(binary, mode, dtype, a.chunk, a.n_env, seed, a.threads, built_from)
+                        row = run_chunk(binary, mode, dtype, a.chunk, a.n_env, seed, a.threads, a.kn_bands,
+                                        built_from)
                         with open(a.ledger, "a") as f:
                             f.write(json.dumps(row) + "\n")
     report(read_ledger(a.ledger))
