@@ -32,9 +32,9 @@ void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
   f(v.jnt_pos, m.jnt_pos);
   f(v.jnt_stiffness, m.jnt_stiffness);
   f(v.jnt_springref, m.jnt_springref);
-  f(v.dof_parent, m.dof_parent);
   f(v.dof_depth, m.dof_depth);
   f(v.dof_Madr, m.dof_Madr);
+  f(v.M_colind, m.M_colind);
   f(v.dof_damping, m.dof_damping);
   f(v.dof_armature, m.dof_armature);
   f(v.qpos0, m.qpos0);

@@ -409,6 +409,10 @@ class Compiler {
         m_.dof_depth.push_back(dof_parent < 0 ? 0 : m_.dof_depth[dof_parent] + 1);
         m_.dof_Madr.push_back(m_.nM);
         m_.nM += m_.dof_depth.back() + 1;
+        // row: the parent's row (its ancestors and itself), then this dof
+        for (int t = 0; dof_parent >= 0 && t <= m_.dof_depth[dof_parent]; ++t)
+          m_.M_colind.push_back(m_.M_colind[m_.dof_Madr[dof_parent] + t]);
+        m_.M_colind.push_back(m_.nv + d);
         m_.nchain = std::max(m_.nchain, m_.dof_depth.back() + 1);
         m_.dof_damping.push_back(j.damping);
         m_.dof_armature.push_back(j.armature);

@@ -70,9 +70,9 @@ MOREAU_HD void tangents(const Vec3<S>& n, Vec3<S>& t1, Vec3<S>& t2) {
 // merged) and that dof's ancestors, which are the dofs of b and of its ancestor bodies, root-first.
 template <class S, class D>
 MOREAU_HD void contact_chain(const ModelView<S, D>& m, int b, ContactScratch<S, D>& cs, int i) {
-  int d = m.jnt_dofadr[b] + joint_nv(m.jnt_type[b]) - 1;
+  const int d = m.jnt_dofadr[b] + joint_nv(m.jnt_type[b]) - 1;
   cs.nd[i] = m.dof_depth[d] + 1;
-  for (; d >= 0; d = m.dof_parent[d]) cs.dof[i * D::kChain + m.dof_depth[d]] = d;
+  for (int t = 0; t < cs.nd[i]; ++t) cs.dof[i * D::kChain + t] = m.M_colind[m.dof_Madr[d] + t];  // H's row d
 }
 
 // Σ_t row_t x[dof_t]: a row of contact i (over its chain) times a vector over every dof.
@@ -229,15 +229,16 @@ template <class S, class D>
 MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, S* x2) {
   for (int i = 0; i < m.nv; ++i) {
     const S* Li = L + m.dof_Madr[i];
-    int t = m.dof_depth[i];
+    const int* col = m.M_colind + m.dof_Madr[i];
+    const int dep = m.dof_depth[i];
     S a = x0[i], b = x1[i], c = x2[i];
-    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) {
-      const S l = Li[--t];
-      a -= l * x0[j];
-      b -= l * x1[j];
-      c -= l * x2[j];
+    for (int t = dep - 1; t >= 0; --t) {
+      const S l = Li[t];
+      a -= l * x0[col[t]];
+      b -= l * x1[col[t]];
+      c -= l * x2[col[t]];
     }
-    const S inv = Li[m.dof_depth[i]];  // 1 / L_ii (ltl_factor)
+    const S inv = Li[dep];  // 1 / L_ii (ltl_factor)
     x0[i] = a * inv;
     x1[i] = b * inv;
     x2[i] = c * inv;
@@ -920,9 +921,9 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
             adj_J[(3 * j + a) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
         for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
           S* adj_Hc = adj_H + m.dof_Madr[c];
+          const int* col = m.M_colind + m.dof_Madr[c];
           adj_Hc[m.dof_depth[c]] -= t.c * Kl[c] * Kr[c];
-          for (int d = m.dof_parent[c]; d >= 0; d = m.dof_parent[d])
-            adj_Hc[m.dof_depth[d]] -= t.c * (Kl[c] * Kr[d] + Kl[d] * Kr[c]);
+          for (int s = m.dof_depth[c] - 1; s >= 0; --s) adj_Hc[s] -= t.c * (Kl[c] * Kr[col[s]] + Kl[col[s]] * Kr[c]);
         }
       }
     }

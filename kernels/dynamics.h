@@ -303,9 +303,9 @@ MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
     for (int t = 0; t < dk; ++t) Lk[t] *= inv;
     // H_ij −= L_ki L_kj for every ancestor i of k (depth s) and every ancestor j of i (depth t ≤
     // s): row i's first s + 1 entries, against row k's
-    int i = m.dof_parent[k];
-    for (int s = dk - 1; s >= 0; --s, i = m.dof_parent[i]) {
-      S* Li = H + m.dof_Madr[i];
+    const int* col = m.M_colind + m.dof_Madr[k];
+    for (int s = dk - 1; s >= 0; --s) {
+      S* Li = H + m.dof_Madr[col[s]];
       const S lki = Lk[s];
       for (int t = 0; t <= s; ++t) Li[t] -= lki * Lk[t];
     }
@@ -318,9 +318,10 @@ template <class S, class D>
 MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
   for (int i = m.nv - 1; i >= 0; --i) {
     const S* Li = L + m.dof_Madr[i];
-    int t = m.dof_depth[i];
-    x[i] *= Li[t];  // 1 / L_ii
-    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[j] -= Li[--t] * x[i];
+    const int* col = m.M_colind + m.dof_Madr[i];
+    const int dep = m.dof_depth[i];
+    const S xi = x[i] *= Li[dep];  // 1 / L_ii
+    for (int t = dep - 1; t >= 0; --t) x[col[t]] -= Li[t] * xi;
   }
 }
 
@@ -329,9 +330,11 @@ template <class S, class D>
 MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
   for (int i = 0; i < m.nv; ++i) {
     const S* Li = L + m.dof_Madr[i];
-    int t = m.dof_depth[i];
-    for (int j = m.dof_parent[i]; j >= 0; j = m.dof_parent[j]) x[i] -= Li[--t] * x[j];
-    x[i] *= Li[m.dof_depth[i]];  // 1 / L_ii
+    const int* col = m.M_colind + m.dof_Madr[i];
+    const int dep = m.dof_depth[i];
+    S xi = x[i];
+    for (int t = dep - 1; t >= 0; --t) xi -= Li[t] * x[col[t]];
+    x[i] = xi * Li[dep];  // 1 / L_ii
   }
 }
 

@@ -52,9 +52,9 @@ struct ModelArrays {
   const S* jnt_stiffness;     // (nbody) joint spring k (revolute, prismatic; 0: none)
   const S* jnt_springref;     // (nbody) its rest position
   int has_springs;            // any jnt_stiffness ≠ 0
-  const int* dof_parent;      // (nv)
   const int* dof_depth;       // (nv)
   const int* dof_Madr;        // (nv)
+  const int* M_colind;        // (nM)
   const S* dof_damping;       // (nv)
   const S* dof_armature;      // (nv)
   const S* qpos0;             // (nq)

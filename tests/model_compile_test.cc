@@ -228,6 +228,10 @@ TEST(ModelCompile, PreorderAddressesAndDofParents) {
   EXPECT_EQ(m.dof_Madr, (std::vector<int>{0, 1, 2, 4, 7, 11, 16, 22, 29, 36, 44, 53}));
   EXPECT_EQ(m.nM, 63);
   EXPECT_EQ(m.nchain, 10);  // b2's last dof: the base's 6, b1's 3 and its own
+  // each row's dofs: ancestors root-first, then the dof (b1's dof 7 and b2's 8 share 1..6)
+  EXPECT_EQ(m.M_colind, (std::vector<int>{0, 1, 1, 2, 1, 2, 3, 1, 2, 3, 4, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 6,
+                                          1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6, 8, 1, 2, 3, 4, 5, 6, 8, 9,
+                                          1, 2, 3, 4, 5, 6, 8, 9, 10, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11}));
   // Free body: frame at the identity, pose in qpos0 with the quaternion normalised.
   for (int k = 3; k < 6; ++k) EXPECT_EQ(m.body_pos[k], 0);
   EXPECT_EQ(m.body_quat[4], 1);
@@ -400,6 +404,9 @@ TEST(ModelCompile, AnymalOrderAddressesAndDofParents) {
   EXPECT_EQ(m.nchain, 9);  // a foot's contact rows: the base's 6 dofs and its leg's 3
   for (int d = 0; d < m.nv; ++d) EXPECT_EQ(m.dof_depth[d], d < 6 ? d : 6 + (d - 6) % 3);
   for (int d = 1; d < m.nv; ++d) EXPECT_EQ(m.dof_Madr[d], m.dof_Madr[d - 1] + m.dof_depth[d - 1] + 1);
+  ASSERT_EQ(m.M_colind.size(), 117u);
+  for (int d = 0; d < m.nv; ++d)  // row d's entries name d and its ancestors, each at its depth
+    for (int j = d; j >= 0; j = m.dof_parent[j]) EXPECT_EQ(m.M_colind[m.dof_Madr[d] + m.dof_depth[j]], j) << d;
   const std::vector<double> base_q{0, 0, 0.6, 1, 0, 0, 0};
   for (int k = 0; k < 7; ++k) EXPECT_EQ(m.qpos0[k], base_q[k]);
   for (int b = 0; b < m.nbody; ++b) {

@@ -62,6 +62,8 @@ struct Model {
   std::vector<int> dof_depth;          // (nv)         number of dofs on that path (0 at a root)
   std::vector<int> dof_Madr;           // (nv)         row k of the sparse mass matrix: H_kj at dof_Madr[k] +
                                        //              dof_depth[j] for j = k and its ancestors (MuJoCo's M)
+  std::vector<int> M_colind;           // (nM)         the dof j of each of those entries, row by row: k's
+                                       //              ancestors root-first, then k (MuJoCo's M_colind)
   std::vector<double> dof_damping;     // (nv)
   std::vector<double> dof_armature;    // (nv)
 
