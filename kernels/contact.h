@@ -302,6 +302,12 @@ MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_norma
   return mmax(vn, vt);
 }
 
+// y += s A[:, col] for the n x n row-major A.
+template <class S>
+MOREAU_HD void add_column(const S* A, int col, S s, S* y, int n) {
+  for (int r = 0; r < n; ++r) y[r] += s * A[r * n + col];
+}
+
 // Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact).
 // For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
 //  1. sticking step: P_i* = P_i − B_i γ_i with B_i = G_ii⁻¹ (the exact local solve when contact
@@ -357,24 +363,26 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     for (int r = 0; r < 3; ++r) norm = mmax(norm, mabs(Gii[r * nr]) + mabs(Gii[r * nr + 1]) + mabs(Gii[r * nr + 2]));
     step[i] = norm > tiny ? S(1) / norm : S(0);
   }
+  // γ̃ = c + G (w ∘ P), kept current as each contact's P changes, so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
+  // no sum over the other contacts.
+  S gt[3 * D::kActive];
+  for (int r = 0; r < nr; ++r) gt[r] = cs.c[r];
+  for (int s = 0; s < nr; ++s)
+    if (cs.P[s] != 0) add_column(cs.G, s, cs.w[s / 3] * cs.P[s], gt, nr);
   S res = 0;
   int it = 0;
   while (it < max_iterations) {
     ++it;
     res = 0;
     for (int i = 0; i < cs.n; ++i) {
-      S gamma[3];
-      for (int a = 0; a < 3; ++a) {
-        const S* Grow = cs.G + (3 * i + a) * nr;
-        S g = cs.c[3 * i + a];
-        for (int j = 0; j < cs.n; ++j) {
-          const S wj = j == i ? S(1) : cs.w[j];
-          g += wj * (Grow[3 * j] * cs.P[3 * j] + Grow[3 * j + 1] * cs.P[3 * j + 1] + Grow[3 * j + 2] * cs.P[3 * j + 2]);
-        }
-        gamma[a] = g;
-      }
-      S g0 = gamma[0], g1 = gamma[1], g2 = gamma[2];
       const S* Gii = cs.G + 3 * i * nr + 3 * i;
+      const S wi = cs.w[i];
+      S gamma[3] = {gt[3 * i], gt[3 * i + 1], gt[3 * i + 2]};
+      if (wi != S(1))
+        for (int a = 0; a < 3; ++a)
+          gamma[a] += (1 - wi) * (Gii[a * nr] * cs.P[3 * i] + Gii[a * nr + 1] * cs.P[3 * i + 1] +
+                                  Gii[a * nr + 2] * cs.P[3 * i + 2]);
+      S g0 = gamma[0], g1 = gamma[1], g2 = gamma[2];
       const S* B = Binv + 6 * i;
       S* P = cs.P + 3 * i;
       // 1. sticking step
@@ -405,9 +413,11 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
         }
       }
       res = mmax(res, contact_violation(P, gamma, mu, fixed_normal));
-      P[0] = pn;
-      P[1] = pt1;
-      P[2] = pt2;
+      const S Pnew[3] = {pn, pt1, pt2};
+      for (int a = 0; a < 3; ++a) {
+        if (Pnew[a] != P[a]) add_column(cs.G, 3 * i + a, wi * (Pnew[a] - P[a]), gt, nr);
+        P[a] = Pnew[a];
+      }
     }
     if (res <= tolerance) break;
   }
