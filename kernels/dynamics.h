@@ -290,25 +290,32 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
 
 // In place H = Lᵀ L in the sparse storage (L_kj ≠ 0 only for j an ancestor dof of k: no
 // fill-in), the diagonal holding 1 / L_kk so that the solves multiply (as MuJoCo keeps D⁻¹).
-// False if H is not positive definite.
+// False if H is not positive definite. The elimination runs as Lᵀ D L with a unit L (pivot d_k,
+// H_ij −= H_ki H_kj / d_k), which keeps the square roots off its chain of dependent rows; a
+// last pass scales each row by 1 / √d_k (L_kj = H_kj / √d_k, L_kk = √d_k).
 template <class S, class D>
 MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
   for (int k = m.nv - 1; k >= 0; --k) {
-    S* Lk = H + m.dof_Madr[k];
+    const S* Lk = H + m.dof_Madr[k];
     const int dk = m.dof_depth[k];
     const S d = Lk[dk];
     if (!(d > 0)) return false;
-    const S inv = S(1) / msqrt(d);
-    Lk[dk] = inv;
-    for (int t = 0; t < dk; ++t) Lk[t] *= inv;
-    // H_ij −= L_ki L_kj for every ancestor i of k (depth s) and every ancestor j of i (depth t ≤
-    // s): row i's first s + 1 entries, against row k's
+    const S inv = S(1) / d;
+    // H_ij −= H_ki H_kj / d_k for every ancestor i of k (depth s) and every ancestor j of i
+    // (depth t ≤ s): row i's first s + 1 entries, against row k's
     const int* col = m.M_colind + m.dof_Madr[k];
     for (int s = dk - 1; s >= 0; --s) {
       S* Li = H + m.dof_Madr[col[s]];
-      const S lki = Lk[s];
+      const S lki = Lk[s] * inv;
       for (int t = 0; t <= s; ++t) Li[t] -= lki * Lk[t];
     }
+  }
+  for (int k = 0; k < m.nv; ++k) {
+    S* Lk = H + m.dof_Madr[k];
+    const int dk = m.dof_depth[k];
+    const S inv = S(1) / msqrt(Lk[dk]);
+    Lk[dk] = inv;
+    for (int t = 0; t < dk; ++t) Lk[t] *= inv;
   }
   return true;
 }
