@@ -91,19 +91,28 @@ MOREAU_HD void chain_axpy(const ContactScratch<S, D>& cs, int i, S a, const S* r
   for (int t = 0; t < cs.nd[i]; ++t) x[dof[t]] += a * row[t];
 }
 
-// Rows J (frame rows n, t1, t2, stride kChain) of the velocity of point p (relative
-// coordinates) on body b, over b's chain: for each dof d of an ancestor j with S_d = (a, l) in
-// j's frame, ω = R_j a, v_p = R_j l + ω × (p − o_j), at entry dof_depth[d].
+// Each dof's velocity field in world axes (relative to the base): with S_d = (a, l) in the
+// frame of its body j, ω_d = R_j a and u_d = R_j l + o_j × ω_d, so that a point p of j's subtree
+// moves at u_d + ω_d × p per unit velocity of d (= R_j l + ω_d × (p − o_j)).
 template <class S, class D>
-MOREAU_HD void point_jacobian(const ModelView<S, D>& m, const Workspace<S, D>& ws, const Transform<S>* X0, int b,
-                              const Vec3<S>& p, const Vec3<S>* frame, S* J) {
-  for (int j = b; j >= 0; j = m.body_parent[j]) {
-    const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
-    for (int d = d0; d < d0 + nd; ++d) {
-      const Vec3<S> w = mul_t(X0[j].E, ws.Sdof[d].w);
-      const Vec3<S> vp = mul_t(X0[j].E, ws.Sdof[d].v) + cross(w, p - X0[j].r);
-      for (int r = 0; r < 3; ++r) J[r * D::kChain + m.dof_depth[d]] = dot(frame[r], vp);
+MOREAU_HD void dof_world_columns(const ModelView<S, D>& m, const Workspace<S, D>& ws, const Transform<S>* X0,
+                                 Vec3<S>* omega, Vec3<S>* u) {
+  for (int j = 0; j < m.nbody; ++j)
+    for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
+      omega[d] = mul_t(X0[j].E, ws.Sdof[d].w);
+      u[d] = mul_t(X0[j].E, ws.Sdof[d].v) + cross(X0[j].r, omega[d]);
     }
+}
+
+// Rows J of contact i (frame rows n, t1, t2, stride kChain) over its chain: the velocity of its
+// point p (relative coordinates) along each frame row, J_rt = frame_r · (u_d + ω_d × p), d = dof_t.
+template <class S, class D>
+MOREAU_HD void point_jacobian(const ContactScratch<S, D>& cs, int i, const Vec3<S>* omega, const Vec3<S>* u,
+                              const Vec3<S>& p, const Vec3<S>* frame, S* J) {
+  const int* dof = cs.dof + i * D::kChain;
+  for (int t = 0; t < cs.nd[i]; ++t) {
+    const Vec3<S> vp = u[dof[t]] + cross(omega[dof[t]], p);
+    for (int r = 0; r < 3; ++r) J[r * D::kChain + t] = dot(frame[r], vp);
   }
 }
 
@@ -114,6 +123,8 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
                                   S threshold, ContactScratch<S, D>& cs, S* gaps) {
   Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
+  Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns, once a contact needs them
+  bool columns = false;
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
   cs.n = 0;
   for (int k = 0; k < m.ncon; ++k) {
@@ -133,7 +144,9 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.gap[i] = gap;
     cs.w[i] = 1;
     contact_chain(m, b, cs, i);
-    point_jacobian(m, ws, X0, b, p, frame, cs.J + 3 * i * D::kChain);
+    if (!columns) dof_world_columns(m, ws, X0, omega, u);
+    columns = true;
+    point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
   }
 }
 
