@@ -315,14 +315,15 @@ MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_norma
   return mmax(vn, vt);
 }
 
-// y += s A[:, col] for the n x n row-major A.
+// y += s x over n entries.
 template <class S>
-MOREAU_HD void add_column(const S* A, int col, S s, S* y, int n) {
-  for (int r = 0; r < n; ++r) y[r] += s * A[r * n + col];
+MOREAU_HD void axpy(S s, const S* x, S* y, int n) {
+  for (int r = 0; r < n; ++r) y[r] += s * x[r];
 }
 
-// Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact).
-// For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
+// Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact), for
+// a symmetric G (the Delassus matrix; its gradient is then the symmetric part of adj_pgs_solve's
+// Ḡ). For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
 //  1. sticking step: P_i* = P_i − B_i γ_i with B_i = G_ii⁻¹ (the exact local solve when contact
 //     i sticks); taken when P_i*_n > 0 and ‖P_i*_t‖ ≤ μ P_i*_n;
 //  2. otherwise 4 local projected steps P_i ← prox_Cμ(P_i − r_i γ_i), γ_i ← γ_i + G_ii ΔP_i, with
@@ -376,12 +377,13 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     for (int r = 0; r < 3; ++r) norm = mmax(norm, mabs(Gii[r * nr]) + mabs(Gii[r * nr + 1]) + mabs(Gii[r * nr + 2]));
     step[i] = norm > tiny ? S(1) / norm : S(0);
   }
-  // γ̃ = c + G (w ∘ P), kept current as each contact's P changes, so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
+  // γ̃ = c + G (w ∘ P), kept current as each contact's P changes (column s of the symmetric G is
+  // its row s), so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
   // no sum over the other contacts.
   S gt[3 * D::kActive];
   for (int r = 0; r < nr; ++r) gt[r] = cs.c[r];
   for (int s = 0; s < nr; ++s)
-    if (cs.P[s] != 0) add_column(cs.G, s, cs.w[s / 3] * cs.P[s], gt, nr);
+    if (cs.P[s] != 0) axpy(cs.w[s / 3] * cs.P[s], cs.G + s * nr, gt, nr);
   S res = 0;
   int it = 0;
   while (it < max_iterations) {
@@ -428,7 +430,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
       res = mmax(res, contact_violation(P, gamma, mu, fixed_normal));
       const S Pnew[3] = {pn, pt1, pt2};
       for (int a = 0; a < 3; ++a) {
-        if (Pnew[a] != P[a]) add_column(cs.G, 3 * i + a, wi * (Pnew[a] - P[a]), gt, nr);
+        if (Pnew[a] != P[a]) axpy(wi * (Pnew[a] - P[a]), cs.G + (3 * i + a) * nr, gt, nr);
         P[a] = Pnew[a];
       }
     }

@@ -236,8 +236,9 @@ struct ChosenSolve {
 };
 
 // L = ⟨P̄, P⟩ through adj_pgs_setup / adj_pgs_solve against central differences of the
-// converged solve in c, G (every entry), μ, the gates w (smooth) and the given normal impulses
-// (soft).
+// converged solve in c, G (every symmetric pair G_rs = G_sr together: pgs_solve takes G
+// symmetric, so the pair's derivative is Ḡ_rs + Ḡ_sr), μ, the gates w (smooth) and the given
+// normal impulses (soft).
 void expect_impulse_solve_matches_fd(bool gated, bool fixed_normal) {
   ChosenSolve S(gated, fixed_normal);
   const ChosenSolve::Adjoint adj = S.adjoint();
@@ -246,12 +247,25 @@ void expect_impulse_solve_matches_fd(bool gated, bool fixed_normal) {
     S.solve();
     return dot(S.Pbar, S.cs.P);
   };
-  Vec fd_c(nr), fd_G(nr * nr);
+  Vec fd_c(nr), fd_G, adj_G;
   const double eps = 1e-7;
   for (int r = 0; r < nr; ++r) fd_c[r] = test::central(loss, S.cs.c[r], eps);
-  for (int k = 0; k < nr * nr; ++k) fd_G[k] = test::central(loss, S.cs.G[k], eps);
+  for (int r = 0; r < nr; ++r)
+    for (int s = r; s < nr; ++s) {
+      double& g_rs = S.cs.G[r * nr + s];
+      double& g_sr = S.cs.G[s * nr + r];
+      const double g = g_rs;
+      auto pair = [&](double x) {
+        g_rs = g_sr = x;
+        const double L = loss();
+        g_rs = g_sr = g;
+        return L;
+      };
+      fd_G.push_back((pair(g + eps) - pair(g - eps)) / (2 * eps));
+      adj_G.push_back(r == s ? adj.G[r * nr + r] : adj.G[r * nr + s] + adj.G[s * nr + r]);
+    }
   expect_gradient(adj.c, fd_c, 1e-6, "c");
-  expect_gradient(adj.G, fd_G, 1e-6, "G");
+  expect_gradient(adj_G, fd_G, 1e-6, "G");
   expect_gradient(Vec{adj.mu}, Vec{test::central(loss, S.mu, eps)}, 1e-6, "mu");
   if (gated) {
     Vec fd_w(n);
@@ -295,7 +309,11 @@ UnrolledError unrolled_vs_implicit(ChosenSolve& S, const ChosenSolve::Adjoint& a
     return Dual(x, dx);
   };
   for (int r = 0; r < nr; ++r) cs.c[r] = seed(S.cs.c[r], adj.c[r]);
-  for (int k = 0; k < nr * nr; ++k) cs.G[k] = seed(S.cs.G[k], adj.G[k]);
+  for (int r = 0; r < nr; ++r)  // a symmetric direction in G (pgs_solve takes G symmetric)
+    for (int s = r; s < nr; ++s) {
+      cs.G[r * nr + s] = seed(S.cs.G[r * nr + s], r == s ? adj.G[r * nr + r] : adj.G[r * nr + s] + adj.G[s * nr + r]);
+      cs.G[s * nr + r] = cs.G[r * nr + s];
+    }
   for (int i = 0; i < n; ++i) {
     cs.w[i] = S.gated ? seed(S.cs.w[i], adj.w[i]) : Dual(S.cs.w[i]);
     if (S.fixed_normal) cs.P[3 * i] = seed(S.given[i], adj.pn[i]);
