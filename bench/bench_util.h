@@ -262,12 +262,13 @@ inline std::string utc_now() {
   return buf;
 }
 
-inline std::vector<int> parse_list(const std::string& s) {
+inline std::vector<int> parse_list(const std::string& s, const char* option = "--envs") {
   std::vector<int> out;
   std::stringstream in(s);
   for (std::string item; std::getline(in, item, ',');) {
     const int n = std::atoi(item.c_str());
-    if (n <= 0) throw moreau::Error("--envs: expected positive integers separated by commas, got '" + s + "'");
+    if (n <= 0)
+      throw moreau::Error(std::string(option) + ": expected positive integers separated by commas, got '" + s + "'");
     out.push_back(n);
   }
   return out;
@@ -305,7 +306,13 @@ struct CommonOptions {
   std::string json_out;
   std::vector<ContactMode> contact = {ContactMode::None};
   std::string mujoco_peer = kMujocoPeer;  // "": no second MuJoCo
+  std::vector<int> cuda_blocks = {0};     // SimulatorOptions::cuda_block of the CUDA rows (0: the default)
 };
+
+// The threads per block a CUDA row ran with.
+inline int cuda_block_of(const moreau::SimulatorOptions& so) {
+  return moreau::cuda_block_threads(so.cuda_block);
+}
 
 // Consumes argv[i] (and its value) if it is a common option; throws on a bad value.
 inline bool parse_common_option(int argc, char** argv, int& i, CommonOptions& o) {
@@ -331,6 +338,9 @@ inline bool parse_common_option(int argc, char** argv, int& i, CommonOptions& o)
     o.json_out = argv[++i];
   } else if (a == "--contact") {
     o.contact = parse_contact_list(argv[++i]);
+  } else if (a == "--cuda-block") {
+    o.cuda_blocks = parse_list(argv[++i], "--cuda-block");
+    for (int b : o.cuda_blocks) moreau::cuda_block_threads(b);  // a bad size fails here, not after the CPU rows
   } else if (a == "--mujoco-peer") {
     o.mujoco_peer = argv[++i];
     if (o.mujoco_peer == "none") o.mujoco_peer.clear();

@@ -39,7 +39,6 @@ namespace {
 using namespace bench;
 using nlohmann::json;
 
-constexpr int kCudaBlock = 128;           // threads per block, one env per thread (cuda/cuda_backend.cu)
 constexpr int kRatioEnvs = 256;           // the main single-thread figure: per-env time at 256 envs
 constexpr double kCpuTargetRatio = 0.5;   // moreau float32 1-thread step time / mj_step time (none, hard)
 constexpr int kGpuTargetEnvs = 16384;     // GPU targets at >= this many environments:
@@ -61,14 +60,15 @@ void usage() {
       "usage: moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]\n"
       "                            [--trials N] [--device cpu|cuda|all] [--json-out FILE]\n"
       "                            [--contact none|hard|soft|smooth|hard_smooth_grad|all]\n"
-      "                            [--mujoco-peer PATH|none]\n"
+      "                            [--mujoco-peer PATH|none] [--cuda-block B,B,...]\n"
       "  --envs     default: CPU 1,16,256,4096; CUDA 1024,4096,16384,65536\n"
       "  --threads  CPU threads for the table rows (default all); the MuJoCo comparison uses 1\n"
       "  --seconds  length of one timed run (default 0.5); --trials runs per figure (default 5)\n"
       "  --contact  contact mode(s), comma-separated or all (default none): with contact both\n"
       "             simulators stand the robot on a ground plane\n"
       "  --mujoco-peer  PATH|none: the second MuJoCo, run between the comparison's trials (default\n"
-      "             moreau-mujoco-peer, MuJoCo's current release, when built)");
+      "             moreau-mujoco-peer, MuJoCo's current release, when built)\n"
+      "  --cuda-block  CUDA threads per block, one row each (default 128; multiples of 32 up to 256)");
 }
 
 // moreau: one call = one control step of every environment. With contact, every reset puts
@@ -118,7 +118,7 @@ class MoreauRunner {
 
 struct Row {
   std::string contact, device, dtype;
-  int threads = 0;  // CPU
+  int threads = 0;  // CPU: threads; CUDA: threads per block
   int n_env = 0;
   std::vector<double> rates;  // env-steps/s of each trial
   int frozen = 0;
@@ -138,7 +138,7 @@ std::vector<double> run_trials(Runner& r, const Options& o, int per_reset) {
 Row bench_moreau(const moreau::Model& model, const moreau::SimulatorOptions& so, const Options& o, int per_reset) {
   MoreauRunner r(model, so);
   Row row{moreau::contact_mode_name(so.contact.mode), moreau::device_name(so.device), moreau::dtype_name(so.dtype),
-          so.n_threads, so.n_env, {}, 0};
+          so.device == moreau::Device::CUDA ? cuda_block_of(so) : so.n_threads, so.n_env, {}, 0};
   row.rates = run_trials(r, o, per_reset);
   row.frozen = r.frozen();
   if (so.contact.mode != ContactMode::None) row.iterations = r.max_iterations();
@@ -193,15 +193,15 @@ json row_json(const Row& r) {
   if (r.device == "cpu") {
     j["threads"] = r.threads;
   } else {
-    j["launch"] = {{"threads_per_block", kCudaBlock},
-                   {"blocks", (r.n_env + kCudaBlock - 1) / kCudaBlock},
+    j["launch"] = {{"threads_per_block", r.threads},
+                   {"blocks", (r.n_env + r.threads - 1) / r.threads},
                    {"envs_per_thread", 1}};
   }
   return j;
 }
 
 void print_row(const Row& r) {
-  const std::string threads = r.device == "cpu" ? std::to_string(r.threads) : "-";
+  const std::string threads = std::to_string(r.threads) + (r.device == "cpu" ? "" : "/blk");
   const std::string note = r.frozen ? " (" + std::to_string(r.frozen) + " envs frozen!)" : "";
   const std::string its = r.iterations >= 0 ? std::to_string(r.iterations) : "-";
   std::printf("%-16s %-5s %-8s %7s %7d %14.4g %12.1f %6.0f%% %6s%s\n", r.contact.c_str(), r.device.c_str(),
@@ -252,19 +252,21 @@ int main(int argc, char** argv) {
         }
       }
       if (cuda) {
-        for (const int n : o.envs.empty() ? std::vector<int>{1024, 4096, 16384, 65536} : o.envs) {
-          moreau::SimulatorOptions so;
-          so.n_env = n;
-          so.device = moreau::Device::CUDA;
-          so.contact.mode = mode;
-          rows.push_back(bench_moreau(model, so, o, per_reset));
-          print_row(rows.back());
-        }
+        for (const int n : o.envs.empty() ? std::vector<int>{1024, 4096, 16384, 65536} : o.envs)
+          for (const int block : o.cuda_blocks) {
+            moreau::SimulatorOptions so;
+            so.n_env = n;
+            so.device = moreau::Device::CUDA;
+            so.cuda_block = block;
+            so.contact.mode = mode;
+            rows.push_back(bench_moreau(model, so, o, per_reset));
+            print_row(rows.back());
+          }
       }
     }
     if (cuda) {
-      std::printf("GPU: %s; launch: %d threads per block, one environment per thread, ceil(n_env / %d) blocks\n",
-                  gpu.c_str(), kCudaBlock, kCudaBlock);
+      std::printf("GPU: %s; launch: one environment per thread, ceil(n_env / threads per block) blocks\n",
+                  gpu.c_str());
     } else if (o.cuda) {
       std::printf("CUDA: not measured (%s)\n", moreau::cuda_available() ? "not requested" : "no GPU");
     }

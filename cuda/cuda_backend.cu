@@ -9,8 +9,10 @@
 namespace moreau {
 namespace {
 
-constexpr int kBlock = 128;
-
+// No __launch_bounds__: a thread holds at most 255 registers, so every block the options allow
+// (≤ kMaxCudaBlock = 256 threads, ≤ 65,280 registers) fits an SM's 65,536. Measured with ptxas on
+// sm_90 (bench/RESULTS.md): (256) caps the adjoint at 128 registers and spills; (256, 1) raises
+// the adjoint's registers 138 → 158 (fewer resident warps); without bounds nothing spills.
 template <class S, class D>
 __global__ void control_step_fwd_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                         kern::Batch<S> b, int k) {
@@ -129,30 +131,31 @@ class CudaBackend : public TypedBackend<float> {
  public:
   CudaBackend(const Model& model, const SimulatorOptions& options)
       : TypedBackend<float>(model, options, std::make_unique<CudaMemory>(options.cuda_device,
-                                                                           static_cast<cudaStream_t>(options.cuda_stream))) {}
+                                                                           static_cast<cudaStream_t>(options.cuda_stream))),
+        block_(cuda_block_threads(options.cuda_block)) {}
 
  protected:
   cudaStream_t stream() { return static_cast<CudaMemory&>(memory()).stream(); }
+  int blocks(int n) const { return (n + block_ - 1) / block_; }
 
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
     kern::with_dims(m, [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
-      control_step_fwd_kernel<float, D><<<(b.n_env + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(md, cfg, p, b, k);
+      control_step_fwd_kernel<float, D><<<blocks(b.n_env), block_, 0, stream()>>>(md, cfg, p, b, k);
       check_launch(control_step_fwd_kernel<float, D>, "step", stream());
     });
   }
   int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
-    const int blocks = (io.n_env + kBlock - 1) / kBlock;
     kern::with_dims(m, [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (adjoint) {
-        pure_step_adj_kernel<float, D><<<blocks, kBlock, 0, stream()>>>(md, cfg, p, io);
+        pure_step_adj_kernel<float, D><<<blocks(io.n_env), block_, 0, stream()>>>(md, cfg, p, io);
         check_launch(pure_step_adj_kernel<float, D>, "adjoint", stream());
       } else {
-        pure_step_fwd_kernel<float, D><<<blocks, kBlock, 0, stream()>>>(md, cfg, p, io);
+        pure_step_fwd_kernel<float, D><<<blocks(io.n_env), block_, 0, stream()>>>(md, cfg, p, io);
         check_launch(pure_step_fwd_kernel<float, D>, "step_pure", stream());
       }
     });
@@ -167,11 +170,12 @@ class CudaBackend : public TypedBackend<float> {
       ids_capacity_ = count;
     }
     memory().upload(ids_, env_ids, sizeof(int32_t) * count);  // returns when the copy is done
-    reset_kernel<float><<<(count + kBlock - 1) / kBlock, kBlock, 0, stream()>>>(m, b, ids_, count);
+    reset_kernel<float><<<blocks(count), block_, 0, stream()>>>(m, b, ids_, count);
     check_launch(reset_kernel<float>, "reset", stream());
   }
 
  private:
+  int block_;  // threads per block
   int32_t* ids_ = nullptr;
   int ids_capacity_ = 0;
 };

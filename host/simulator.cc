@@ -40,6 +40,13 @@ ContactMode contact_mode_from_name(const std::string& name) {
   throw Error("contact mode: expected one of none, hard, soft, smooth, hard_smooth_grad, got '" + name + "'");
 }
 
+int cuda_block_threads(int cuda_block) {
+  if (cuda_block < 0 || cuda_block > kMaxCudaBlock || cuda_block % 32 != 0)
+    throw Error("Simulator: cuda_block: expected a multiple of 32 from 32 to " + std::to_string(kMaxCudaBlock) +
+                " (or 0 for " + std::to_string(kDefaultCudaBlock) + "), got " + std::to_string(cuda_block));
+  return cuda_block > 0 ? cuda_block : kDefaultCudaBlock;
+}
+
 int max_environments(const Model& model) {
   return INT_MAX / std::max({model.nq, model.nv, model.nu, model.ncon, 1});
 }
@@ -73,6 +80,7 @@ std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
     throw Error("Simulator: decimation: expected >= 1 (or 0 for the model's), got " + std::to_string(o.decimation));
   if (o.adjoint_tapes < 0)
     throw Error("Simulator: adjoint_tapes: expected >= 1 (or 0 for all), got " + std::to_string(o.adjoint_tapes));
+  cuda_block_threads(o.cuda_block);  // throws on a bad value, whatever the device
   if (o.timestep > 0) model.timestep = o.timestep;
   if (o.decimation > 0) model.decimation = o.decimation;
   if (o.device == Device::CUDA) {

@@ -6,7 +6,8 @@
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
 # tests (CUDA vs CPU), failing if any of them skips; compute-sanitizer memcheck over a small
 # forward and adjoint run; the demo; the forward and forward+backward benchmarks at 16,384,
-# 262,144 and 1,048,576 environments. A failing stage is reported and the next one still runs.
+# 262,144 and 1,048,576 environments; both again at 262,144 with 64, 128 and 256 threads per
+# block (--cuda-block). A failing stage is reported and the next one still runs.
 # Sized to end within about 8 minutes there, so that it can run twice in one lease.
 # $OUT gets two files: summary.txt (one line per stage) and gpu_check.tar.gz (every log and
 # JSON). Exit status: the number of failed stages (0: all passed).
@@ -86,4 +87,9 @@ stage forward build/gpu/bench/moreau-bench-forward --device cuda --envs "$envs" 
   --json-out "$logs/forward.json"
 stage gradient build/gpu/bench/moreau-bench-gradient --device cuda --envs "$envs" \
   --contact none,hard,hard_smooth_grad --json-out "$logs/gradient.json"
+# the block size (SimulatorOptions::cuda_block) at one large batch, forward and forward+backward
+stage blocks build/gpu/bench/moreau-bench-forward --device cuda --envs 262144 --contact hard \
+  --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
+stage blocks-gradient build/gpu/bench/moreau-bench-gradient --device cuda --envs 262144 --contact hard \
+  --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
 finish

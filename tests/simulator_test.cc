@@ -200,6 +200,15 @@ TEST(Validation, BadOptions) {
   o = opts(2);
   o.adjoint_tapes = -2;
   expect_error([&] { Simulator s(m, o); }, {"adjoint_tapes", "got -2"}, "negative adjoint_tapes");
+  for (const int block : {-32, 16, 100, 288}) {  // checked on every device, before the backend
+    o = opts(2);
+    o.cuda_block = block;
+    expect_error([&] { Simulator s(m, o); }, {"cuda_block", "multiple of 32", "got " + std::to_string(block)},
+                 "cuda_block " + std::to_string(block));
+  }
+  EXPECT_EQ(cuda_block_threads(0), kDefaultCudaBlock);
+  EXPECT_EQ(cuda_block_threads(32), 32);
+  EXPECT_EQ(cuda_block_threads(kMaxCudaBlock), kMaxCudaBlock);
 }
 
 TEST(Validation, CudaDeviceWithoutCudaIsAnErrorNotACrash) {
@@ -622,6 +631,39 @@ TEST(Cuda, MatchesCpuOn10000Environments) {
   // float32 on both; different operation order (FMA contraction, fast math functions) gives
   // differences growing from ~1e-7 over 40 physics steps: relative 1e-3 with a floor of 1e-3.
   EXPECT_NEAR_REL(gpu, cpu, 1e-3, 1e-3, "CUDA vs CPU state (row-major env-by-field)");
+}
+
+// One environment per thread: the block size changes the launch, not one bit of the result (a
+// batch that fills no block size exactly, so every size has a partial last block).
+TEST(Cuda, EveryBlockSizeGivesTheSameBits) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: built without CUDA or no GPU present";
+  const Model& m = anymal();
+  const int n = 1000;
+  std::vector<double> q0, v0;
+  random_states(m, n, 4242, q0, v0);
+  auto run = [&](int block) {
+    SimulatorOptions o = opts(n, DType::Float32, 0);
+    o.device = Device::CUDA;
+    o.cuda_block = block;
+    Simulator sim(m, o);
+    sim.set_state(q0.data(), v0.data(), n);
+    sim.step(5);
+    const std::vector<int32_t> ids = {3, 999};
+    sim.reset(ids.data(), static_cast<int>(ids.size()));
+    sim.step(1);
+    sim.synchronize();
+    std::vector<double> q(n * m.nq), v(n * m.nv);
+    sim.get_state(q.data(), v.data(), n);
+    q.insert(q.end(), v.begin(), v.end());
+    return q;
+  };
+  const auto ref = run(0);  // kDefaultCudaBlock
+  for (const int block : {32, 96, kMaxCudaBlock}) {
+    const auto got = run(block);
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i)
+      ASSERT_EQ(got[i], ref[i]) << "cuda_block " << block << ", value " << i;
+  }
 }
 
 }  // namespace

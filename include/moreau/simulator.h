@@ -65,6 +65,12 @@ struct ContactOptions {
   int substeps = 0;          // physics substeps per step; 0 = automatic (soft: docs/contact.md)
 };
 
+inline constexpr int kDefaultCudaBlock = 128;
+inline constexpr int kMaxCudaBlock = 256;
+// The threads per block SimulatorOptions::cuda_block asks for (0: kDefaultCudaBlock); throws
+// moreau::Error unless it is 0 or a multiple of 32 from 32 to kMaxCudaBlock.
+int cuda_block_threads(int cuda_block);
+
 struct SimulatorOptions {
   int n_env = 1;
   Device device = Device::CPU;
@@ -72,6 +78,10 @@ struct SimulatorOptions {
   int n_threads = 0;             // CPU: 0 = all hardware threads
   int cuda_device = 0;
   void* cuda_stream = nullptr;   // cudaStream_t; null = the default stream
+  // CUDA threads per block (one environment per thread): 0 = kDefaultCudaBlock, else a multiple
+  // of 32 up to kMaxCudaBlock (every kernel launches at that size: cuda/cuda_backend.cu). The
+  // best value depends on the GPU and the model: moreau-bench-forward --cuda-block 64,128,256.
+  int cuda_block = 0;
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
   // CPU adjoint: physics steps whose intermediates it keeps (133 KB each in float64).

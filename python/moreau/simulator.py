@@ -117,6 +117,8 @@ class Simulator:
         timestep, decimation: 0 = the model's.
         adjoint_tapes: physics steps whose intermediates the CPU adjoint keeps (0 = all of a
             control step's; fewer trade memory for recomputation; docs/gradients.md).
+        cuda_block: CUDA threads per block, one environment per thread (0 = 128; a multiple of 32
+            up to 256; ``moreau-bench-forward --cuda-block`` measures the best).
         cuda_stream: a ``torch.cuda.Stream`` or a raw ``cudaStream_t`` (int) that the simulator
             launches on; default: torch's current stream on that device at construction, so
             that torch work and simulator work are ordered without synchronisation.
@@ -133,7 +135,8 @@ class Simulator:
     def __init__(self, model, n_env: int = 1, device="cpu", dtype=torch.float32, *, contact=None,
                  tolerance: Optional[float] = None, max_iterations: Optional[int] = None,
                  speculative: Optional[bool] = None, substeps: Optional[int] = None, n_threads: int = 0,
-                 timestep: float = 0.0, decimation: int = 0, adjoint_tapes: int = 0, cuda_stream=None):
+                 timestep: float = 0.0, decimation: int = 0, adjoint_tapes: int = 0, cuda_block: int = 0,
+                 cuda_stream=None):
         model = load(model)
         try:
             dev = torch.device(device)
@@ -148,6 +151,7 @@ class Simulator:
         o.timestep = float(timestep)
         o.decimation = _int("Simulator", "decimation", decimation)
         o.adjoint_tapes = _int("Simulator", "adjoint_tapes", adjoint_tapes)
+        o.cuda_block = _int("Simulator", "cuda_block", cuda_block)
         if isinstance(contact, ContactOptions):
             c = contact
         else:

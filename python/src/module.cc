@@ -367,6 +367,7 @@ NB_MODULE(_moreau, m) {
       .def_rw("timestep", &SimulatorOptions::timestep)
       .def_rw("decimation", &SimulatorOptions::decimation)
       .def_rw("adjoint_tapes", &SimulatorOptions::adjoint_tapes)
+      .def_rw("cuda_block", &SimulatorOptions::cuda_block)
       .def_rw("contact", &SimulatorOptions::contact);
 
   // ---- Simulator -------------------------------------------------------------------------

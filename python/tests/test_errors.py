@@ -150,6 +150,8 @@ def _entry_points(sim):
          "contact mode: expected one of none, hard, soft, smooth, hard_smooth_grad, got 'squishy'"),
         ("Simulator decimation", lambda: moreau.Simulator(cube, decimation=-1), moreau.Error,
          "decimation: expected >= 1"),
+        ("Simulator cuda_block", lambda: moreau.Simulator(cube, cuda_block=100), moreau.Error,
+         "cuda_block: expected a multiple of 32 from 32 to 256 \\(or 0 for 128\\), got 100"),
         ("Simulator max_iterations", lambda: moreau.Simulator(cube, max_iterations="many"), moreau.TensorError,
          "argument 'max_iterations': wrong type: expected an int, got str"),
         ("step k type", lambda: sim.step("a"), moreau.TensorError,
