@@ -78,6 +78,9 @@ std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
     throw Error("Simulator: timestep: expected > 0 (or 0 for the model's), got " + std::to_string(o.timestep));
   if (o.decimation < 0)
     throw Error("Simulator: decimation: expected >= 1 (or 0 for the model's), got " + std::to_string(o.decimation));
+  if (o.n_threads < 0)
+    throw Error("Simulator: n_threads: expected >= 1 (or 0 for every hardware thread), got " +
+                std::to_string(o.n_threads));
   if (o.adjoint_tapes < 0)
     throw Error("Simulator: adjoint_tapes: expected >= 1 (or 0 for all), got " + std::to_string(o.adjoint_tapes));
   cuda_block_threads(o.cuda_block);  // throws on a bad value, whatever the device

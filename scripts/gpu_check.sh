@@ -4,13 +4,20 @@
 # Unpacks the packages of scripts/gpu_bundle.sh (carried in .gpu/) under /opt/moreau-deps,
 # configures with nvcc named explicitly and stops unless the CUDA backend is on, builds only
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
-# tests (CUDA vs CPU), failing if any of them skips; compute-sanitizer memcheck over a small
-# forward and adjoint run; the demo; the forward and forward+backward benchmarks at 16,384,
-# 262,144 and 1,048,576 environments; both again at 262,144 with 64, 128 and 256 threads per
-# block (--cuda-block). A failing stage is reported and the next one still runs.
+# tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the forward
+# and forward+backward benchmarks at 16,384, 262,144 and 1,048,576 environments;
+# compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
+# 262,144 with 64, 128 and 256 threads per block (--cuda-block). Each stage has a time limit;
+# a failing stage is reported and the next one still runs.
 # Sized to end within about 8 minutes there, so that it can run twice in one lease.
-# $OUT gets two files: summary.txt (one line per stage) and gpu_check.tar.gz (every log and
-# JSON). Exit status: the number of failed stages (0: all passed).
+#
+# --prebuilt: use the binaries scripts/gpu_prebuild.sh built here with the same configuration
+# (carried as .gpu/prebuilt.tar.xz) instead of building there: the CUDA translation unit alone
+# takes minutes of one core, which a lease of 15 minutes cannot spare twice. The ptxas stage is
+# then skipped (the same nvcc gives the same figures here: scripts/ptxas_report.sh).
+#   device run: command "bash scripts/gpu_check.sh --prebuilt", carry [".gpu"], timeout_s 540
+# $OUT gets two files: summary.txt (one line per stage, written as each ends) and
+# gpu_check.tar.gz (every log and JSON). Exit status: the number of failed stages (0: all passed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/moreau-gpu-out}
@@ -26,70 +33,87 @@ export CMAKE_PREFIX_PATH=$deps/usr
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH
 nvcc=$(command -v nvcc || true)
-summary=()
+prebuilt=0
+[ "${1:-}" = --prebuilt ] && prebuilt=1
 failed=0
-stage() {  # stage NAME COMMAND...: runs it with its log in $logs/NAME.log, notes the exit status
-  local name=$1 log=$logs/$1.log
-  shift
+: >"$OUT/summary.txt"
+note() { echo "$1" | tee -a "$OUT/summary.txt"; }
+stage() {  # stage NAME LIMIT_S COMMAND...: runs it with its log in $logs/NAME.log, notes the exit status
+  local name=$1 limit=$2 log=$logs/$1.log
+  shift 2
   local t0=$SECONDS
-  "$@" >"$log" 2>&1
+  if declare -F "$1" >/dev/null; then "$@" "$limit"; else timeout -k 5 "$limit" "$@"; fi >"$log" 2>&1
   local rc=$?
   [ "$rc" -ne 0 ] && failed=$((failed + 1))
-  summary+=("$(printf '%-11s rc=%-3s %4ss' "$name" "$rc" "$((SECONDS - t0))")")
   tail -n 15 "$log"
+  note "$(printf '%-15s rc=%-3s %4ss%s' "$name" "$rc" "$((SECONDS - t0))" "$([ "$rc" = 124 ] && echo " (past its ${limit} s)")")"
   return "$rc"
 }
 finish() {
-  printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+  cat "$OUT/summary.txt"
   tar -czf "$OUT/gpu_check.tar.gz" -C "$(dirname "$logs")" gpu_check
   exit "$failed"
 }
 { nvidia-smi; echo "nvcc: ${nvcc:-not found}"; [ -n "$nvcc" ] && "$nvcc" --version; cmake --version; nproc; } \
   >"$logs/machine.txt" 2>&1
-if [ -z "$nvcc" ]; then
-  summary+=("configure   no nvcc on PATH or in /usr/local/cuda/bin: the CUDA backend cannot be built")
-  failed=1
-  finish
-fi
-stage configure cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOREAU_CUDA=ON \
-  -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 -DMOREAU_TESTS=ON -DMOREAU_BENCH=ON -DMOREAU_PYTHON=OFF
-if ! grep -q "moreau: CUDA backend ON" "$logs/configure.log"; then
-  summary+=("configure   the CUDA backend is OFF (configure.log): nothing below would test it")
-  failed=$((failed + 1))
-  finish
-fi
+build=build/gpu
 tests=(simulator_test contact_test gradient_test derivatives_test)
-stage build cmake --build build/gpu -j "$(nproc)" --target moreau-demo moreau-bench-forward moreau-bench-gradient \
-  "${tests[@]}"
-stage ptxas bash scripts/ptxas_report.sh build/gpu
+if [ "$prebuilt" = 1 ]; then
+  # scripts/gpu_prebuild.sh's binaries: their compiled-in paths (the assets) name its checkout
+  mkdir -p "$build" && tar -xJf .gpu/prebuilt.tar.xz -C "$build" || { note "prebuilt    .gpu/prebuilt.tar.xz missing or unreadable"; failed=1; finish; }
+  src=$(sed -n 's/^moreau_SOURCE_DIR:STATIC=//p' "$build/CMakeCache.txt")
+  if [ "$src" != "$PWD" ] && [ ! -e "$src" ]; then mkdir -p "$(dirname "$src")" && ln -s "$PWD" "$src"; fi
+  if ! grep -q "^MOREAU_CUDA:BOOL=ON" "$build/CMakeCache.txt"; then
+    note "prebuilt    built with the CUDA backend OFF (CMakeCache.txt): nothing below would test it"
+    failed=1
+    finish
+  fi
+  note "prebuilt    $(cat "$build/BUILT_FROM") (ptxas: see scripts/ptxas_report.sh on the build machine)"
+else
+  if [ -z "$nvcc" ]; then
+    note "configure   no nvcc on PATH or in /usr/local/cuda/bin: the CUDA backend cannot be built"
+    failed=1
+    finish
+  fi
+  stage configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOREAU_CUDA=ON \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 -DMOREAU_TESTS=ON -DMOREAU_BENCH=ON -DMOREAU_PYTHON=OFF
+  if ! grep -q "moreau: CUDA backend ON" "$logs/configure.log"; then
+    note "configure   the CUDA backend is OFF (configure.log): nothing below would test it"
+    failed=$((failed + 1))
+    finish
+  fi
+  stage build 420 cmake --build "$build" -j "$(nproc)" --target moreau-demo moreau-bench-forward moreau-bench-gradient \
+    "${tests[@]}"
+  stage ptxas 300 bash scripts/ptxas_report.sh "$build"
+fi
 cuda_tests() {  # every test with "Cuda" in its name, in each binary; a skip is a failure here
-  local rc=0
+  local rc=0 limit=$(($1 / ${#tests[@]}))
   for t in "${tests[@]}"; do
-    build/gpu/tests/$t --gtest_filter="*Cuda*" || rc=1
+    MOREAU_CUDA_SYNC=1 timeout -k 5 "$limit" "$build/tests/$t" --gtest_filter="*Cuda*" || rc=1
   done
   return $rc
 }
-stage cuda-tests cuda_tests
+stage cuda-tests 200 cuda_tests
 if grep -q "\[  SKIPPED \]" "$logs/cuda-tests.log"; then
-  summary+=("cuda-tests  a CUDA test skipped (cuda-tests.log): on a GPU machine none may")
+  note "cuda-tests  a CUDA test skipped (cuda-tests.log): on a GPU machine none may"
   failed=$((failed + 1))
 fi
+stage demo 40 "$build/moreau-demo" --device cuda
+envs=16384,262144,1048576
+stage forward 90 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard \
+  --json-out "$logs/forward.json"
+stage gradient 120 "$build/bench/moreau-bench-gradient" --device cuda --envs "$envs" \
+  --contact none,hard,hard_smooth_grad --json-out "$logs/gradient.json"
 sanitize() {  # memcheck over a small forward run (the demo) and a small adjoint run
-  local cs=(compute-sanitizer --tool memcheck --error-exitcode 99)
-  "${cs[@]}" build/gpu/moreau-demo --device cuda --n-env 512 --seconds 0.05 &&
-    "${cs[@]}" build/gpu/bench/moreau-bench-gradient --device cuda --envs 512 --seconds 0.02 --trials 1 \
+  local cs=(timeout -k 5 $(($1 / 2)) compute-sanitizer --tool memcheck --error-exitcode 99)
+  "${cs[@]}" "$build/moreau-demo" --device cuda --n-env 512 --seconds 0.05 &&
+    "${cs[@]}" "$build/bench/moreau-bench-gradient" --device cuda --envs 512 --seconds 0.02 --trials 1 \
       --contact hard,hard_smooth_grad --memory-envs 512
 }
-stage memcheck sanitize
-stage demo build/gpu/moreau-demo --device cuda
-envs=16384,262144,1048576
-stage forward build/gpu/bench/moreau-bench-forward --device cuda --envs "$envs" --contact none,hard \
-  --json-out "$logs/forward.json"
-stage gradient build/gpu/bench/moreau-bench-gradient --device cuda --envs "$envs" \
-  --contact none,hard,hard_smooth_grad --json-out "$logs/gradient.json"
+stage memcheck 100 sanitize
 # the block size (SimulatorOptions::cuda_block) at one large batch, forward and forward+backward
-stage blocks build/gpu/bench/moreau-bench-forward --device cuda --envs 262144 --contact hard \
+stage blocks 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
-stage blocks-gradient build/gpu/bench/moreau-bench-gradient --device cuda --envs 262144 --contact hard \
+stage blocks-gradient 60 "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
 finish

