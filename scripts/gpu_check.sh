@@ -7,7 +7,8 @@
 # tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the forward
 # and forward+backward benchmarks at 16,384, 262,144 and 1,048,576 environments;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
-# 262,144 with 64, 128 and 256 threads per block (--cuda-block). Each stage has a time limit;
+# 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight Compute on one forward and
+# one adjoint launch. Each stage has a time limit;
 # a failing stage is reported and the next one still runs.
 # Sized to end within about 8 minutes there, so that it can run twice in one lease.
 #
@@ -116,4 +117,15 @@ stage blocks 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
 stage blocks-gradient 60 "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
+# Nsight Compute on one launch of the forward and one of the adjoint at 262,144 environments:
+# speed of light, occupancy, memory workload (is the kernel bound by its local memory traffic?)
+profile() {
+  local sec=(--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section LaunchStats)
+  timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:control_step_fwd --launch-skip 2 --launch-count 1 "${sec[@]}" \
+    "$build/moreau-demo" --device cuda --n-env 262144 --seconds 0.1 &&
+    timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:pure_step_adj --launch-skip 1 --launch-count 1 "${sec[@]}" \
+      "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --seconds 0.02 --trials 1 --contact hard \
+      --memory-envs 512
+}
+stage ncu 90 profile
 finish

@@ -34,10 +34,9 @@ from ._moreau import (  # noqa: F401
     TensorError,
     built_with_cuda,
     contact_mode_from_name,
-    contact_mode_name,
     cuda_available,
 )
-from .simulator import Simulator, asset, export_mjcf, load, load_mjcf, load_model, load_model_from_string, load_urdf  # noqa: F401
+from .simulator import Simulator, asset, contact_mode_name, export_mjcf, load, load_mjcf, load_model, load_model_from_string, load_urdf  # noqa: F401
 from . import torch  # noqa: F401,E402  (moreau.torch)
 
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ import torch
 
 from . import _moreau
 from ._checks import check_tensor, empty_field_major, fail, field_major
-from ._moreau import ContactMode, ContactOptions, DType, Device, Model, SimulatorOptions
+from ._moreau import ContactMode, ContactOptions, DType, Device, Model, SimulatorOptions, TensorError
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "robots")
 
@@ -57,16 +57,27 @@ def load_model_from_string(text: str, source: str = "<string>") -> Model:
     return _moreau.load_model_from_string(text, str(source))
 
 
+def _compiled(fn: str, f, *args, **kwargs):
+    """f(*args, **kwargs), a compiled function: nanobind's refusal of the arguments' types or
+    names (its message lists the accepted signature and the types received) as moreau's error."""
+    try:
+        return f(*args, **kwargs)
+    except TypeError as e:
+        if "incompatible function arguments" not in str(e):
+            raise
+        raise TensorError(f"{fn}: wrong arguments: {e}") from None
+
+
 def load_urdf(path, *args, **options) -> Model:
     """A Model from a URDF file (or ``text=``, ``path`` naming its source); options as
     moreau::UrdfOptions: fixed_base, contact_bodies (glob patterns), default_qpos, add_actuators,
     kp, kd."""
-    return _moreau.load_urdf(_path("moreau.load_urdf", path), *args, **options)
+    return _compiled("moreau.load_urdf", _moreau.load_urdf, _path("moreau.load_urdf", path), *args, **options)
 
 
 def load_mjcf(path, *args, **options) -> Model:
     """A Model from an MJCF file (or ``text=``, ``path`` naming its source; ``include_dir``)."""
-    return _moreau.load_mjcf(_path("moreau.load_mjcf", path), *args, **options)
+    return _compiled("moreau.load_mjcf", _moreau.load_mjcf, _path("moreau.load_mjcf", path), *args, **options)
 
 
 def export_mjcf(model: Model) -> str:
@@ -85,13 +96,33 @@ def _int(fn: str, arg: str, x) -> int:
     return int(x)
 
 
-def _contact_mode(mode) -> ContactMode:
+def _float(fn: str, arg: str, x) -> float:
+    """``x`` as a float (a Python or numpy real number, or a tensor of one element)."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and x.dtype != torch.bool:
+        return float(x.item())
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        fail(fn, arg, "type", "a number", type(x).__name__)
+    return float(x)
+
+
+def _bool(fn: str, arg: str, x) -> bool:
+    if not isinstance(x, (bool, np.bool_)):
+        fail(fn, arg, "type", "a bool", type(x).__name__)
+    return bool(x)
+
+
+def _contact_mode(mode, fn: str = "Simulator", arg: str = "contact") -> ContactMode:
     if isinstance(mode, ContactMode):
         return mode
     if isinstance(mode, str):
         return _moreau.contact_mode_from_name(mode)
-    raise TypeError(f"contact mode: expected a moreau.ContactMode or one of 'none', 'hard', 'soft', "
-                    f"'smooth', 'hard_smooth_grad', got {mode!r}")
+    fail(fn, arg, "type", "a moreau.ContactMode or one of 'none', 'hard', 'soft', 'smooth', 'hard_smooth_grad'",
+         repr(mode))
+
+
+def contact_mode_name(mode) -> str:
+    """The name of a contact mode ('hard', ...), from a moreau.ContactMode or a name (checked)."""
+    return _moreau.contact_mode_name(_contact_mode(mode, "moreau.contact_mode_name", "mode"))
 
 
 def _torch_dtype(dtype) -> torch.dtype:
@@ -148,7 +179,7 @@ class Simulator:
         o.n_env = _int("Simulator", "n_env", n_env)
         o.dtype = DType.Float64 if _torch_dtype(dtype) == torch.float64 else DType.Float32
         o.n_threads = _int("Simulator", "n_threads", n_threads)
-        o.timestep = float(timestep)
+        o.timestep = _float("Simulator", "timestep", timestep)
         o.decimation = _int("Simulator", "decimation", decimation)
         o.adjoint_tapes = _int("Simulator", "adjoint_tapes", adjoint_tapes)
         o.cuda_block = _int("Simulator", "cuda_block", cuda_block)
@@ -159,11 +190,11 @@ class Simulator:
             if contact is not None:
                 c.mode = _contact_mode(contact)
         if tolerance is not None:
-            c.tolerance = float(tolerance)
+            c.tolerance = _float("Simulator", "tolerance", tolerance)
         if max_iterations is not None:
             c.max_iterations = _int("Simulator", "max_iterations", max_iterations)
         if speculative is not None:
-            c.speculative = bool(speculative)
+            c.speculative = _bool("Simulator", "speculative", speculative)
         if substeps is not None:
             c.substeps = _int("Simulator", "substeps", substeps)
         o.contact = c
@@ -180,6 +211,8 @@ class Simulator:
                 cuda_stream = torch.cuda.current_stream(dev)
             o.cuda_stream = int(cuda_stream.cuda_stream if hasattr(cuda_stream, "cuda_stream") else cuda_stream)
         else:
+            if cuda_stream is not None:
+                fail("Simulator", "cuda_stream", "value", "None on device 'cpu'", repr(cuda_stream))
             o.device = Device.CPU
         self._sim = _moreau.Simulator(model, o)
         self._device = dev
@@ -269,17 +302,23 @@ class Simulator:
     def set_param(self, name: str, values) -> None:
         """Sets parameter ``name`` from a number, a (width,) or a (len, width) array or tensor
         (len 1 or n_env; any device and float dtype: copied through the host)."""
+        fn = f"Simulator.set_param('{name}')"
         if isinstance(values, torch.Tensor):
+            if values.dtype == torch.bool or values.is_complex():
+                fail(fn, "values", "dtype", "a real tensor", values.dtype)
             arr = values.detach().to("cpu", torch.float64).numpy()
         else:
-            arr = np.asarray(values, dtype=np.float64)
+            arr = np.asarray(values)
+            if arr.dtype.kind not in "iuf":
+                fail(fn, "values", "type", "a number, or an array or tensor of numbers",
+                     f"{type(values).__name__} of {arr.dtype}")
+            arr = arr.astype(np.float64)
         if arr.ndim == 0:
             arr = arr.reshape(1, 1)
         elif arr.ndim == 1:  # kp, kd: one row of width nu; the others: one value per row
             arr = arr.reshape(1, -1) if name in ("kp", "kd") else arr.reshape(-1, 1)
         if arr.ndim != 2:
-            raise ValueError(f"set_param('{name}'): expected a number, a (width,) or a (len, width) array, "
-                             f"got shape {tuple(arr.shape)}")
+            fail(fn, "values", "shape", "a number, a (width,) or a (len, width) array", tuple(arr.shape))
         self._sim.set_param(name, np.ascontiguousarray(arr))
 
     # ---- stepping -------------------------------------------------------------------
@@ -293,10 +332,11 @@ class Simulator:
         if env_ids is None:
             self._sim.reset_all()
             return
-        if isinstance(env_ids, torch.Tensor):
-            ids = env_ids.detach().to("cpu", torch.int64).numpy()
-        else:
-            ids = np.asarray(env_ids, dtype=np.int64)
+        ids = env_ids.detach().cpu().numpy() if isinstance(env_ids, torch.Tensor) else np.asarray(env_ids)
+        if ids.size and ids.dtype.kind not in "iu":  # a float id would be truncated: refused
+            fail("Simulator.reset", "env_ids", "type", "integers", f"{type(env_ids).__name__} of {ids.dtype}")
+        if ids.size and (ids.max() > np.iinfo(np.int32).max or ids.min() < np.iinfo(np.int32).min):
+            fail("Simulator.reset", "env_ids", "value", f"ids in 0 .. {self.n_env - 1}", int(ids.max()))
         ids = np.ascontiguousarray(ids.reshape(-1), dtype=np.int32)
         self._sim.reset(ids)
 
@@ -346,6 +386,7 @@ class Simulator:
         meaningful. One recompute of the step and N adjoint sweeps per environment
         (docs/gradients.md)."""
         fn = "Simulator.transition_jacobians"
+        tangent, with_B = _bool(fn, "tangent", tangent), _bool(fn, "with_B", with_B)
         q = self._input(fn, "q", q, self.nq)
         v = self._input(fn, "v", v, self.nv)
         action = self._input(fn, "action", action, self.nu)
@@ -375,6 +416,8 @@ class Simulator:
         each state (row 0: ∂L/∂ initial state), ∂L/∂actions (H, n_env, nu) and a dict of the
         requested parameter gradients summed over the horizon, (n_env, width) each."""
         fn = "Simulator.rollout_backward"
+        grad_kp, grad_kd = _bool(fn, "grad_kp", grad_kp), _bool(fn, "grad_kd", grad_kd)
+        grad_added_base_mass = _bool(fn, "grad_added_base_mass", grad_added_base_mass)
         h = self._sim.rollout_horizon
         if h == 0:
             raise _moreau.Error("rollout_backward: no recorded rollout: call rollout(actions) first")
