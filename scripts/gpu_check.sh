@@ -5,7 +5,7 @@
 # configures with nvcc named explicitly and stops unless the CUDA backend is on, builds only
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
 # tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the forward
-# and forward+backward benchmarks at 16,384, 262,144 and 1,048,576 environments;
+# and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
 # 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight Compute on one forward and
 # one adjoint launch. Each stage has a time limit;
@@ -47,7 +47,10 @@ stage() {  # stage NAME LIMIT_S COMMAND...: runs it with its log in $logs/NAME.l
   local rc=$?
   [ "$rc" -ne 0 ] && failed=$((failed + 1))
   tail -n 15 "$log"
-  note "$(printf '%-15s rc=%-3s %4ss%s' "$name" "$rc" "$((SECONDS - t0))" "$([ "$rc" = 124 ] && echo " (past its ${limit} s)")")"
+  local why=""
+  [ "$rc" = 124 ] && why=" (past its ${limit} s)"
+  [ "$rc" = 1 ] && grep -q "^target: .*FAIL\| FAIL " "$log" && why=" (a benchmark target FAILs: see its log)"
+  note "$(printf '%-15s rc=%-3s %4ss%s' "$name" "$rc" "$((SECONDS - t0))" "$why")"
   return "$rc"
 }
 finish() {
@@ -101,15 +104,18 @@ if grep -q "\[  SKIPPED \]" "$logs/cuda-tests.log"; then
 fi
 stage demo 40 "$build/moreau-demo" --device cuda
 envs=16384,262144,1048576
-stage forward 90 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard \
+stage forward 150 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard,soft,smooth \
   --json-out "$logs/forward.json"
-stage gradient 120 "$build/bench/moreau-bench-gradient" --device cuda --envs "$envs" \
-  --contact none,hard,hard_smooth_grad --json-out "$logs/gradient.json"
-sanitize() {  # memcheck over a small forward run (the demo) and a small adjoint run
+stage gradient 180 "$build/bench/moreau-bench-gradient" --device cuda --envs "$envs" \
+  --contact none,hard,soft,smooth,hard_smooth_grad --json-out "$logs/gradient.json"
+sanitize() {  # memcheck over a small forward run (the demo) and a small adjoint run; the
+  # benchmark's own exit status (1 where a target FAILs) is not memcheck's: each run must end
+  # with memcheck's "0 errors"
   local cs=(timeout -k 5 $(($1 / 2)) compute-sanitizer --tool memcheck --error-exitcode 99)
-  "${cs[@]}" "$build/moreau-demo" --device cuda --n-env 512 --seconds 0.05 &&
-    "${cs[@]}" "$build/bench/moreau-bench-gradient" --device cuda --envs 512 --seconds 0.02 --trials 1 \
-      --contact hard,hard_smooth_grad --memory-envs 512
+  "${cs[@]}" "$build/moreau-demo" --device cuda --n-env 512 --seconds 0.05
+  "${cs[@]}" "$build/bench/moreau-bench-gradient" --device cuda --envs 512 --seconds 0.02 --trials 1 \
+    --contact hard,soft,smooth,hard_smooth_grad --memory-envs 512
+  [ "$(grep -c "ERROR SUMMARY: 0 errors" "$logs/memcheck.log")" = 2 ]
 }
 stage memcheck 100 sanitize
 # the block size (SimulatorOptions::cuda_block) at one large batch, forward and forward+backward
@@ -117,15 +123,17 @@ stage blocks 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
 stage blocks-gradient 60 "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
-# Nsight Compute on one launch of the forward and one of the adjoint at 262,144 environments:
-# speed of light, occupancy, memory workload (is the kernel bound by its local memory traffic?)
+# Nsight Compute on the first launch of the forward (262,144 environments) and of the adjoint
+# (131,072: the rollout of the memory figures comes first): speed of light, occupancy, memory
+# workload (is the kernel bound by its local memory traffic?). Passes when both were profiled.
 profile() {
   local sec=(--section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis --section LaunchStats)
-  timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:control_step_fwd --launch-skip 2 --launch-count 1 "${sec[@]}" \
-    "$build/moreau-demo" --device cuda --n-env 262144 --seconds 0.1 &&
-    timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:pure_step_adj --launch-skip 1 --launch-count 1 "${sec[@]}" \
-      "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --seconds 0.02 --trials 1 --contact hard \
-      --memory-envs 512
+  timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:control_step_fwd --launch-count 1 "${sec[@]}" \
+    "$build/moreau-demo" --device cuda --n-env 262144 --seconds 0.1
+  timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:pure_step_adj --launch-count 1 "${sec[@]}" \
+    "$build/bench/moreau-bench-gradient" --device cuda --envs 131072 --seconds 0.02 --trials 1 --contact hard \
+    --memory-envs 131072
+  [ "$(grep -c "Section: GPU Speed Of Light" "$logs/ncu.log")" = 2 ]
 }
 stage ncu 90 profile
 finish

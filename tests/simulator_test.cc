@@ -615,9 +615,9 @@ TEST(Cuda, MatchesCpuOn10000Environments) {
   std::vector<double> act(n * m.nu);
   for (int e = 0; e < n; ++e)
     for (int a = 0; a < m.nu; ++a) act[e * m.nu + a] = m.qpos0[m.actuator_qposadr[a]];
-  std::vector<int32_t> status[2] = {std::vector<int32_t>(n), std::vector<int32_t>(n)};  // CPU, CUDA
-  auto run = [&](Device dev) {  // row-major q, v; the status into status[dev == CUDA]
-    SimulatorOptions o = opts(n, DType::Float32, 0);
+  std::vector<int32_t> status(n);
+  auto run = [&](Device dev, DType dtype) {  // row-major q then v; the status into `status`
+    SimulatorOptions o = opts(n, dtype, 0);
     o.device = dev;
     Simulator sim(m, o);
     sim.set_state(q0.data(), v0.data(), n);
@@ -626,15 +626,18 @@ TEST(Cuda, MatchesCpuOn10000Environments) {
     sim.synchronize();
     std::vector<double> q(n * m.nq), v(n * m.nv);
     sim.get_state(q.data(), v.data(), n);
-    sim.get_status(status[dev == Device::CUDA].data(), n);
+    sim.get_status(status.data(), n);
     q.insert(q.end(), v.begin(), v.end());
     return q;
   };
-  const auto cpu = run(Device::CPU), gpu = run(Device::CUDA);
-  ASSERT_TRUE(test::statuses_match(status[1], status[0], 0.01, "CUDA vs CPU status"));
-  // float32 on both; different operation order (FMA contraction, fast math functions) gives
-  // differences growing from ~1e-7 over 40 physics steps: relative 1e-3 with a floor of 1e-3.
-  EXPECT_NEAR_REL(gpu, cpu, 1e-3, 1e-3, "CUDA vs CPU state (row-major env-by-field)");
+  const auto ref = run(Device::CPU, DType::Float64);
+  const auto cpu = run(Device::CPU, DType::Float32);
+  const std::vector<int32_t> cpu_status = status;
+  const auto gpu = run(Device::CUDA, DType::Float32);
+  ASSERT_TRUE(test::statuses_match(status, cpu_status, 0.01, "CUDA vs CPU status"));
+  // float32 on both, in a different operation order (FMA contraction, fast math functions):
+  // 40 free-flight physics steps from random states, relative 1e-3 with a floor of 1e-3.
+  EXPECT_TRUE(test::near_like_float32(gpu, cpu, ref, 1e-3, 1e-3, "CUDA vs CPU float64 state (row-major)"));
 }
 
 // One environment per thread: the block size changes the launch, not one bit of the result (a
