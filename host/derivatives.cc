@@ -10,6 +10,7 @@
 
 #include <Eigen/Dense>
 
+#include "host/arg_check.h"
 #include "host/backend.h"
 #include "kernels/dynamics.h"
 #include "moreau/dynamics.h"
@@ -214,7 +215,13 @@ void transition_tangent(Simulator& sim, const Buffers<S>& b, int32_t* status) {
 }
 
 template <class F>
-void dispatch(Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A, void* B, F&& f) {
+void dispatch(const char* fn, Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A, void* B,
+              int32_t* status, F&& f) {
+  require(q_in, fn, "q_in");
+  require(v_in, fn, "v_in");
+  require(action, fn, "action", sim.model().nu);
+  require(A, fn, "A");
+  require(status, fn, "status");
   if (sim.options().dtype == DType::Float64) {
     f(Buffers<double>{static_cast<const double*>(q_in), static_cast<const double*>(v_in),
                       static_cast<const double*>(action), static_cast<double*>(A), static_cast<double*>(B)});
@@ -224,9 +231,19 @@ void dispatch(Simulator& sim, const void* q_in, const void* v_in, const void* ac
   }
 }
 
+// q, v (nv) and, when given, the third input (nv) there and finite.
+void check_inputs(const char* fn, const Model& model, const double* q, const double* v, const double* third,
+                  const char* third_name) {
+  require_finite(q, model.nq, fn, "q");
+  require_finite(v, model.nv, fn, "v");
+  if (third) require_finite(third, model.nv, fn, third_name);
+}
+
 }  // namespace
 
 void tangent_map(const Model& model, const double* q, double* dq_ddelta) {
+  require_finite(q, model.nq, "tangent_map", "q");
+  require(dq_ddelta, "tangent_map", "dq_ddelta");
   const int nq = model.nq, nv = model.nv;
   MapX T(dq_ddelta, nq, nv);
   T.setZero();
@@ -252,11 +269,13 @@ void tangent_map(const Model& model, const double* q, double* dq_ddelta) {
 
 void rnea_derivatives(const Model& model, const double* q, const double* v, const double* a, double* dtau_dq,
                       double* dtau_dv, double* tau_out) {
+  check_inputs("rnea_derivatives", model, q, v, a, "a");
   rnea_rows(model, q, v, a, dtau_dq, dtau_dv, tau_out);
 }
 
 void rnea_derivatives_tangent(const Model& model, const double* q, const double* v, const double* a,
                               double* dtau_dq_tangent, double* dtau_dv, double* tau_out) {
+  check_inputs("rnea_derivatives_tangent", model, q, v, a, "a");
   std::vector<double> raw(static_cast<size_t>(model.nv) * model.nq);
   rnea_rows(model, q, v, a, raw.data(), dtau_dv, tau_out);
   if (dtau_dq_tangent) to_tangent(model, q, raw.data(), model.nv, dtau_dq_tangent);
@@ -264,6 +283,8 @@ void rnea_derivatives_tangent(const Model& model, const double* q, const double*
 
 void forward_dynamics_derivatives(const Model& model, const double* q, const double* v, const double* tau,
                                   double* da_dq, double* da_dv, double* da_dtau, double* a_out) {
+  check_inputs("forward_dynamics_derivatives", model, q, v, tau, "tau");
+  require(tau, "forward_dynamics_derivatives", "tau", model.nv);
   const int nq = model.nq, nv = model.nv;
   MatX H(nv, nv);
   mass_matrix(model, q, H.data());
@@ -284,6 +305,8 @@ void forward_dynamics_derivatives(const Model& model, const double* q, const dou
 
 void forward_dynamics_derivatives_tangent(const Model& model, const double* q, const double* v, const double* tau,
                                           double* da_dq_tangent, double* da_dv, double* da_dtau, double* a_out) {
+  check_inputs("forward_dynamics_derivatives_tangent", model, q, v, tau, "tau");
+  require(tau, "forward_dynamics_derivatives_tangent", "tau", model.nv);
   std::vector<double> raw(static_cast<size_t>(model.nv) * model.nq);
   forward_dynamics_derivatives(model, q, v, tau, raw.data(), da_dv, da_dtau, a_out);
   if (da_dq_tangent) to_tangent(model, q, raw.data(), model.nv, da_dq_tangent);
@@ -291,12 +314,14 @@ void forward_dynamics_derivatives_tangent(const Model& model, const double* q, c
 
 void transition_jacobians(Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A, void* B,
                           int32_t* status) {
-  dispatch(sim, q_in, v_in, action, A, B, [&](const auto& b) { transition_raw(sim, b, status); });
+  dispatch("transition_jacobians", sim, q_in, v_in, action, A, B, status,
+           [&](const auto& b) { transition_raw(sim, b, status); });
 }
 
 void transition_jacobians_tangent(Simulator& sim, const void* q_in, const void* v_in, const void* action, void* A,
                                   void* B, int32_t* status) {
-  dispatch(sim, q_in, v_in, action, A, B, [&](const auto& b) { transition_tangent(sim, b, status); });
+  dispatch("transition_jacobians_tangent", sim, q_in, v_in, action, A, B, status,
+           [&](const auto& b) { transition_tangent(sim, b, status); });
 }
 
 }  // namespace moreau

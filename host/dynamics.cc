@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "host/arg_check.h"
 #include "host/backend.h"
 #include "kernels/step.h"
 
@@ -29,9 +30,18 @@ struct HostDynamics {
   }
 };
 
+// The checks every function here starts with: q (nq) and, where read, v (nv) there and finite.
+void check_q(const char* fn, const Model& model, const double* q) { require_finite(q, model.nq, fn, "q"); }
+void check_qv(const char* fn, const Model& model, const double* q, const double* v) {
+  require_finite(q, model.nq, fn, "q");
+  require_finite(v, model.nv, fn, "v");
+}
+
 }  // namespace
 
 void mass_matrix(const Model& model, const double* q, double* H_out) {
+  check_q("mass_matrix", model, q);
+  require(H_out, "mass_matrix", "H_out", model.nv);
   HostDynamics d(model, q);
   kern::crba(d.m, static_cast<const double*>(nullptr), d.ws);
   // the tree-sparse rows (kernels/dynamics.h) into the full symmetric matrix
@@ -43,11 +53,15 @@ void mass_matrix(const Model& model, const double* q, double* H_out) {
 }
 
 void bias_forces(const Model& model, const double* q, const double* v, double* b_out) {
+  check_qv("bias_forces", model, q, v);
+  require(b_out, "bias_forces", "b_out", model.nv);
   HostDynamics d(model, q);
   kern::rnea(d.m, v, static_cast<const double*>(nullptr), d.ws, b_out);
 }
 
 void passive_forces(const Model& model, const double* q, const double* v, double* tau_out) {
+  check_qv("passive_forces", model, q, v);
+  require(tau_out, "passive_forces", "tau_out", model.nv);
   PackedModel<double> packed(model);
   const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
   std::fill(tau_out, tau_out + model.nv, 0.0);
@@ -55,6 +69,7 @@ void passive_forces(const Model& model, const double* q, const double* v, double
 }
 
 double kinetic_energy(const Model& model, const double* q, const double* v) {
+  check_qv("kinetic_energy", model, q, v);
   std::vector<double> H(static_cast<size_t>(model.nv) * model.nv);
   mass_matrix(model, q, H.data());
   double e = 0;
@@ -64,6 +79,7 @@ double kinetic_energy(const Model& model, const double* q, const double* v) {
 }
 
 double potential_energy(const Model& model, const double* q) {
+  check_q("potential_energy", model, q);
   double com[3];
   center_of_mass(model, q, com);
   const double mass = model.total_mass();
@@ -77,6 +93,9 @@ double potential_energy(const Model& model, const double* q) {
 }
 
 void body_poses(const Model& model, const double* q, double* pos_out, double* quat_out) {
+  check_q("body_poses", model, q);
+  require(pos_out, "body_poses", "pos_out", model.nbody);
+  require(quat_out, "body_poses", "quat_out", model.nbody);
   HostDynamics d(model, q);
   std::vector<kern::Transform<double>> X0(model.nbody);
   d.world_transforms(X0.data());
@@ -106,6 +125,8 @@ void body_poses(const Model& model, const double* q, double* pos_out, double* qu
 }
 
 void center_of_mass(const Model& model, const double* q, double* com_out) {
+  check_q("center_of_mass", model, q);
+  require(com_out, "center_of_mass", "com_out", 3);
   HostDynamics d(model, q);
   std::vector<kern::Transform<double>> X0(model.nbody);
   d.world_transforms(X0.data());
@@ -120,12 +141,15 @@ void center_of_mass(const Model& model, const double* q, double* com_out) {
 }
 
 void contact_gaps(const Model& model, const double* q, double* gaps_out) {
+  check_q("contact_gaps", model, q);
+  require(gaps_out, "contact_gaps", "gaps_out", model.ncon);
   HostDynamics d(model, q);
   kern::ContactScratch<double> cs;
   kern::contact_candidates(d.m, d.ws, q, kern::PlaneGround<double>{}, -1e300, cs, gaps_out);
 }
 
 double lowest_gap(const Model& model, const double* q) {
+  check_q("lowest_gap", model, q);
   std::vector<double> gaps(model.ncon);
   contact_gaps(model, q, gaps.data());
   double g = std::numeric_limits<double>::infinity();
@@ -134,6 +158,8 @@ double lowest_gap(const Model& model, const double* q) {
 }
 
 void momentum(const Model& model, const double* q, const double* v, double* h_out) {
+  check_qv("momentum", model, q, v);
+  require(h_out, "momentum", "h_out", 6);
   HostDynamics d(model, q);
   std::vector<double> tau(model.nv);
   kern::rnea(d.m, v, static_cast<const double*>(nullptr), d.ws, tau.data());  // fills ws.vel

@@ -6,13 +6,25 @@
 #include <cmath>
 #include <numeric>
 
+#include "host/arg_check.h"
 #include "host/backend.h"
 
 namespace moreau {
 
-const char* device_name(Device d) { return d == Device::CUDA ? "cuda" : "cpu"; }
+const char* device_name(Device d) {
+  switch (d) {
+    case Device::CPU: return "cpu";
+    case Device::CUDA: return "cuda";
+  }
+  return "unknown";
+}
 const char* dtype_name(DType t) {
-  return t == DType::Float64 ? "float64" : (t == DType::Int32 ? "int32" : "float32");
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::Int32: return "int32";
+  }
+  return "unknown";
 }
 
 #ifndef MOREAU_WITH_CUDA
@@ -30,7 +42,7 @@ const char* contact_mode_name(ContactMode mode) {
     case ContactMode::Smooth: return "smooth";
     case ContactMode::HardSmoothGrad: return "hard_smooth_grad";
   }
-  return "?";
+  return "unknown";
 }
 
 ContactMode contact_mode_from_name(const std::string& name) {
@@ -53,10 +65,6 @@ int max_environments(const Model& model) {
 
 namespace {
 
-// A caller buffer the call reads or writes must be there (unless it is empty: width 0).
-void require(const void* p, const char* fn, const char* arg, int width = 1) {
-  if (!p && width > 0) throw Error(std::string(fn) + ": argument '" + arg + "': expected a buffer, got null");
-}
 
 void check_adjoint_inputs(const char* fn, int nu, const void* q_in, const void* v_in, const void* action,
                           const void* adj_q_out, const void* adj_v_out, const int32_t* status) {

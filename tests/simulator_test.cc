@@ -23,20 +23,7 @@ namespace {
 
 using test::asset;
 
-// Runs `f`, expects a moreau::Error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F f, const std::vector<std::string>& parts, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << what << ": expected moreau::Error, nothing was thrown";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << what << ": message \"" << msg << "\" lacks \"" << p << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": expected moreau::Error, got another exception: " << e.what();
-  }
-}
+using test::expect_error;
 
 SimulatorOptions opts(int n_env, DType dtype = DType::Float64, int n_threads = 1) {
   SimulatorOptions o;

@@ -17,6 +17,9 @@ namespace moreau {
 enum class Device : int { CPU = 0, CUDA = 1 };
 enum class DType : int { Float32 = 0, Float64 = 1, Int32 = 2 };
 
+// The names of the enums' values ("cpu", "float32", ...); "unknown" for a value out of range
+// (they name values in error messages, so they do not throw). Likewise contact_mode_name and
+// joint_type_name.
 const char* device_name(Device d);
 const char* dtype_name(DType t);
 bool cuda_available();  // built with CUDA and a device is present

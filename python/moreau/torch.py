@@ -30,8 +30,8 @@ from typing import Callable, Optional, Union
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._checks import check_tensor, empty_field_major, field_major
-from .simulator import GRAD_PARAMS, Simulator
+from ._checks import check_tensor, empty_field_major, fail, field_major
+from .simulator import GRAD_PARAMS, Simulator, _bool, _int
 
 __all__ = ["Step", "step", "rollout", "timing"]
 
@@ -57,11 +57,12 @@ def _apply_params(sim: Simulator, params) -> None:
 
 class Step(torch.autograd.Function):
     """(sim, q, v, action, kp, kd, added_base_mass, friction, contact_kn, smooth_k) ->
-    (q_next, v_next, status). Arguments must already be checked and field-major (use
-    ``moreau.torch.step``); parameters may be None."""
+    (q_next, v_next, status), the autograd function behind ``moreau.torch.step`` (whose
+    arguments it checks again); parameters may be None or left out."""
 
     @staticmethod
     def forward(ctx, sim: Simulator, q, v, action, *params):
+        q, v, action, params = _step_inputs("moreau.torch.Step", sim, q, v, action, params)
         named = [(n, p) for n, p in zip(GRAD_PARAMS, params) if p is not None]
         _apply_params(sim, named)
         q_out = empty_field_major(sim.n_env, sim.nq, dtype=sim.dtype, device=sim.device)
@@ -120,6 +121,18 @@ def _check_param(fn: str, sim: Simulator, name: str, value) -> Optional[torch.Te
     return field_major(value.reshape(sim.n_env, width))
 
 
+def _step_inputs(fn: str, sim: Simulator, q, v, action, params):
+    """q, v, action and the per-environment parameters (GRAD_PARAMS' order, None where not
+    given) checked, field-major and (parameters) of shape (n_env, width)."""
+    if not isinstance(sim, Simulator):
+        fail(fn, "sim", "type", "a moreau.Simulator", type(sim).__name__)
+    if len(params) > len(GRAD_PARAMS):
+        fail(fn, "params", "count", f"at most {len(GRAD_PARAMS)} ({', '.join(GRAD_PARAMS)})", len(params))
+    params = list(params) + [None] * (len(GRAD_PARAMS) - len(params))
+    return (sim._input(fn, "q", q, sim.nq), sim._input(fn, "v", v, sim.nv), sim._input(fn, "action", action, sim.nu),
+            [_check_param(fn, sim, name, value) for name, value in zip(GRAD_PARAMS, params)])
+
+
 def step(sim: Simulator, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor, *,
          kp: Optional[torch.Tensor] = None, kd: Optional[torch.Tensor] = None,
          added_base_mass: Optional[torch.Tensor] = None, friction: Optional[torch.Tensor] = None,
@@ -131,15 +144,11 @@ def step(sim: Simulator, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor,
     q (n_env, nq), v (n_env, nv), action (n_env, nu): on ``sim.device``, dtype ``sim.dtype``.
     kp, kd (n_env, nu); added_base_mass, friction, contact_kn, smooth_k (n_env,) or (n_env, 1):
     optional per-environment parameters whose gradients are returned by autograd."""
-    if not isinstance(sim, Simulator):
-        raise TypeError(f"moreau.torch.step: argument 'sim': expected a moreau.Simulator, got {type(sim).__name__}")
     fn = "moreau.torch.step"
-    q = sim._input(fn, "q", q, sim.nq)
-    v = sim._input(fn, "v", v, sim.nv)
-    action = sim._input(fn, "action", action, sim.nu)
+    return_status = _bool(fn, "return_status", return_status)
     given = dict(kp=kp, kd=kd, added_base_mass=added_base_mass, friction=friction, contact_kn=contact_kn,
                  smooth_k=smooth_k)
-    params = [_check_param(fn, sim, name, given[name]) for name in GRAD_PARAMS]
+    q, v, action, params = _step_inputs(fn, sim, q, v, action, [given[name] for name in GRAD_PARAMS])
     q_out, v_out, status = Step.apply(sim, q, v, action, *params)
     return (q_out, v_out, status) if return_status else (q_out, v_out)
 
@@ -157,16 +166,21 @@ def rollout(sim: Simulator, q0: torch.Tensor, v0: torch.Tensor,
     (and, with ``return_status``, the OR of the steps' status bits, (n_env, 1) int32). The
     backward runs each step's adjoint in reverse order; each recomputes its step from its
     input state (nothing but the boundary states is kept), like Simulator.rollout_backward."""
+    fn = "moreau.torch.rollout"
+    if not isinstance(sim, Simulator):
+        fail(fn, "sim", "type", "a moreau.Simulator", type(sim).__name__)
+    return_status = _bool(fn, "return_status", return_status)
+    horizon = None if horizon is None else _int(fn, "horizon", horizon)
     if callable(actions):
         if horizon is None:
-            raise ValueError("moreau.torch.rollout: a policy needs horizon=H")
+            fail(fn, "horizon", "value", "an int H with a policy", None)
         policy = actions
     else:
-        check_tensor("moreau.torch.rollout", "actions", actions, dtype=sim.dtype, device=sim.device,
+        check_tensor(fn, "actions", actions, dtype=sim.dtype, device=sim.device,
                      shapes=[(actions.shape[0] if isinstance(actions, torch.Tensor) and actions.dim() == 3 else 1,
                               sim.n_env, sim.nu)])
         if horizon is not None and horizon != actions.shape[0]:
-            raise ValueError(f"moreau.torch.rollout: horizon: expected len(actions) = {actions.shape[0]}, got {horizon}")
+            fail(fn, "horizon", "value", f"len(actions) = {actions.shape[0]}", horizon)
         horizon = actions.shape[0]
         policy = lambda t, q, v: actions[t]  # noqa: E731
     q, v = q0, v0

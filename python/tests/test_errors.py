@@ -131,76 +131,184 @@ def test_set_state_checks_its_arguments(sim):
 
 # Every public entry point of the package with a wrong argument: moreau's error (Error for what
 # the library rejects, TensorError for a wrong argument), naming the function or parameter, the
-# expected and the received, never a raw torch/numpy/nanobind error.
+# expected and the received, never a raw torch/numpy/nanobind error. Each case's label starts
+# with the entry point's name; test_the_boundary_test_covers_every_public_function checks that
+# every public function and method of moreau and moreau.torch has one.
 def _entry_points(sim):
     q, v, a = inputs(sim)
     cube = moreau.asset("cube.json")
     f64 = dict(dtype=torch.float64)
+    hard = moreau.ContactOptions()
+    hard.mode = moreau.ContactMode.Hard
+    hard.tolerance = -1.0  # a record's fields are checked where it is used
     return [
-        ("Simulator model", lambda: moreau.Simulator(42), moreau.TensorError,
+        ("Simulator: model", lambda: moreau.Simulator(42), moreau.TensorError,
          "moreau.load: argument 'model': wrong type: expected a path .* or a moreau.Model, got int"),
-        ("Simulator device", lambda: moreau.Simulator(cube, device="tpu"), moreau.TensorError,
+        ("Simulator: device", lambda: moreau.Simulator(cube, device="tpu"), moreau.TensorError,
          "Simulator: argument 'device': wrong value: expected 'cpu' or 'cuda\\[:N\\]', got 'tpu'"),
-        ("Simulator n_env type", lambda: moreau.Simulator(cube, n_env=2.5), moreau.TensorError,
+        ("Simulator: n_env type", lambda: moreau.Simulator(cube, n_env=2.5), moreau.TensorError,
          "Simulator: argument 'n_env': wrong type: expected an int, got float"),
-        ("Simulator n_env value", lambda: moreau.Simulator(cube, n_env=0), moreau.Error, "n_env: expected > 0, got 0"),
-        ("Simulator dtype", lambda: moreau.Simulator(cube, dtype=torch.int32), TypeError,
+        ("Simulator: n_env value", lambda: moreau.Simulator(cube, n_env=0), moreau.Error, "n_env: expected > 0, got 0"),
+        ("Simulator: dtype", lambda: moreau.Simulator(cube, dtype=torch.int32), TypeError,
          "dtype: expected torch.float32 or torch.float64, got torch.int32"),
-        ("Simulator contact", lambda: moreau.Simulator(cube, contact="squishy"), moreau.Error,
+        ("Simulator: contact name", lambda: moreau.Simulator(cube, contact="squishy"), moreau.Error,
          "contact mode: expected one of none, hard, soft, smooth, hard_smooth_grad, got 'squishy'"),
-        ("Simulator decimation", lambda: moreau.Simulator(cube, decimation=-1), moreau.Error,
+        ("Simulator: contact type", lambda: moreau.Simulator(cube, contact=3), moreau.TensorError,
+         "Simulator: argument 'contact': wrong type: expected a moreau.ContactMode or one of .*, got 3"),
+        ("Simulator: contact options", lambda: moreau.Simulator(cube, contact=hard), moreau.Error,
+         "Simulator: contact.tolerance: expected >= 0 \\(0 = default\\), got -1"),
+        ("Simulator: tolerance", lambda: moreau.Simulator(cube, tolerance="tight"), moreau.TensorError,
+         "Simulator: argument 'tolerance': wrong type: expected a number, got str"),
+        ("Simulator: speculative", lambda: moreau.Simulator(cube, speculative="yes"), moreau.TensorError,
+         "Simulator: argument 'speculative': wrong type: expected a bool, got str"),
+        ("Simulator: substeps", lambda: moreau.Simulator(cube, contact="soft", substeps=-1), moreau.Error,
+         "contact.substeps: expected >= 0 \\(0 = automatic\\), got -1"),
+        ("Simulator: n_threads", lambda: moreau.Simulator(cube, n_threads=-1), moreau.Error,
+         "Simulator: n_threads: expected >= 1 \\(or 0 for every hardware thread\\), got -1"),
+        ("Simulator: timestep", lambda: moreau.Simulator(cube, timestep="5ms"), moreau.TensorError,
+         "Simulator: argument 'timestep': wrong type: expected a number, got str"),
+        ("Simulator: decimation", lambda: moreau.Simulator(cube, decimation=-1), moreau.Error,
          "decimation: expected >= 1"),
-        ("Simulator cuda_block", lambda: moreau.Simulator(cube, cuda_block=100), moreau.Error,
+        ("Simulator: adjoint_tapes", lambda: moreau.Simulator(cube, adjoint_tapes=-3), moreau.Error,
+         "adjoint_tapes: expected >= 1 \\(or 0 for all\\), got -3"),
+        ("Simulator: cuda_block", lambda: moreau.Simulator(cube, cuda_block=100), moreau.Error,
          "cuda_block: expected a multiple of 32 from 32 to 256 \\(or 0 for 128\\), got 100"),
-        ("Simulator max_iterations", lambda: moreau.Simulator(cube, max_iterations="many"), moreau.TensorError,
+        ("Simulator: cuda_stream on the CPU", lambda: moreau.Simulator(cube, cuda_stream=7), moreau.TensorError,
+         "Simulator: argument 'cuda_stream': wrong value: expected None on device 'cpu', got 7"),
+        ("Simulator: max_iterations", lambda: moreau.Simulator(cube, max_iterations="many"), moreau.TensorError,
          "argument 'max_iterations': wrong type: expected an int, got str"),
-        ("step k type", lambda: sim.step("a"), moreau.TensorError,
+        ("Simulator.step: k type", lambda: sim.step("a"), moreau.TensorError,
          "Simulator.step: argument 'k': wrong type: expected an int, got str"),
-        ("step k value", lambda: sim.step(-1), moreau.Error, "step: expected k >= 0, got -1"),
-        ("reset id", lambda: sim.reset([7]), moreau.Error, "env id 7 at position 0 out of range: expected 0 <= id < 4"),
-        ("set_param name", lambda: sim.set_param("bogus", torch.zeros(4)), moreau.Error, "unknown parameter 'bogus'"),
-        ("set_param width", lambda: sim.set_param("kp", torch.zeros(4, 3)), moreau.Error,
+        ("Simulator.step: k value", lambda: sim.step(-1), moreau.Error, "step: expected k >= 0, got -1"),
+        ("Simulator.reset: id", lambda: sim.reset([7]), moreau.Error,
+         "env id 7 at position 0 out of range: expected 0 <= id < 4"),
+        ("Simulator.reset: float id", lambda: sim.reset([1.5]), moreau.TensorError,
+         "Simulator.reset: argument 'env_ids': wrong type: expected integers, got list of float64"),
+        ("Simulator.reset: str id", lambda: sim.reset(["a"]), moreau.TensorError,
+         "Simulator.reset: argument 'env_ids': wrong type: expected integers"),
+        ("Simulator.set_param: name", lambda: sim.set_param("bogus", torch.zeros(4)), moreau.Error,
+         "unknown parameter 'bogus'"),
+        ("Simulator.set_param: width", lambda: sim.set_param("kp", torch.zeros(4, 3)), moreau.Error,
          "set_param\\('kp'\\): wrong width: expected 12, got 3"),
-        ("set_param length", lambda: sim.set_param("friction", torch.zeros(3)), moreau.Error,
+        ("Simulator.set_param: length", lambda: sim.set_param("friction", torch.zeros(3)), moreau.Error,
          "wrong length: expected 1 or n_env = 4, got 3"),
-        ("set_param range", lambda: sim.set_param("friction", torch.full((4,), -1.0)), moreau.Error,
+        ("Simulator.set_param: range", lambda: sim.set_param("friction", torch.full((4,), -1.0)), moreau.Error,
          "set_param\\('friction'\\): value 0: expected >= 0, got -1"),
-        ("set_param finite", lambda: sim.set_param("contact_kn", torch.full((4,), float("nan"))), moreau.Error,
-         "not finite"),
-        ("param name", lambda: sim.param("bogus"), moreau.Error, "unknown parameter 'bogus'"),
-        ("view name", lambda: sim.view("bogus"), moreau.Error, "view: unknown buffer 'bogus'"),
-        ("set_state", lambda: sim.set_state(q[:, :3], v), moreau.TensorError,
+        ("Simulator.set_param: finite", lambda: sim.set_param("contact_kn", torch.full((4,), float("nan"))),
+         moreau.Error, "not finite"),
+        ("Simulator.set_param: type", lambda: sim.set_param("kp", "stiff"), moreau.TensorError,
+         "Simulator.set_param\\('kp'\\): argument 'values': wrong type: expected a number, or an array or tensor"),
+        ("Simulator.set_param: rank", lambda: sim.set_param("kp", np.zeros((1, 1, 12))), moreau.TensorError,
+         "Simulator.set_param\\('kp'\\): argument 'values': wrong shape: expected a number, a \\(width,\\) or"),
+        ("Simulator.param: name", lambda: sim.param("bogus"), moreau.Error, "unknown parameter 'bogus'"),
+        ("Simulator.view: name", lambda: sim.view("bogus"), moreau.Error, "view: unknown buffer 'bogus'"),
+        ("Simulator.view_info: name", lambda: sim.view_info("bogus"), moreau.Error, "view: unknown buffer 'bogus'"),
+        ("Simulator.set_state", lambda: sim.set_state(q[:, :3], v), moreau.TensorError,
          "Simulator.set_state: argument 'q': wrong shape"),
-        ("step_pure", lambda: sim.step_pure(q, v[:, :1], a), moreau.TensorError,
+        ("Simulator.step_pure", lambda: sim.step_pure(q, v[:, :1], a), moreau.TensorError,
          "Simulator.step_pure: argument 'v': wrong shape"),
-        ("transition_jacobians", lambda: sim.transition_jacobians(q, v, a.float()), moreau.TensorError,
-         "Simulator.transition_jacobians: argument 'action': wrong dtype"),
-        ("rollout", lambda: sim.rollout(torch.zeros(3, 4, 2, **f64)), moreau.TensorError,
+        ("Simulator.transition_jacobians: dtype", lambda: sim.transition_jacobians(q, v, a.float()),
+         moreau.TensorError, "Simulator.transition_jacobians: argument 'action': wrong dtype"),
+        ("Simulator.transition_jacobians: tangent", lambda: sim.transition_jacobians(q, v, a, tangent="yes"),
+         moreau.TensorError, "Simulator.transition_jacobians: argument 'tangent': wrong type: expected a bool"),
+        ("Simulator.rollout", lambda: sim.rollout(torch.zeros(3, 4, 2, **f64)), moreau.TensorError,
          "argument 'actions': wrong shape"),
-        ("rollout_backward", lambda: sim.rollout_backward(torch.zeros(2, 4, sim.nq, **f64),
-                                                          torch.zeros(2, 4, sim.nv, **f64)),
+        ("Simulator.rollout_backward: none recorded",
+         lambda: sim.rollout_backward(torch.zeros(2, 4, sim.nq, **f64), torch.zeros(2, 4, sim.nv, **f64)),
          moreau.Error, "no recorded rollout"),
-        ("torch.step kp", lambda: mt.step(sim, q, v, a, kp=torch.zeros(4, 5, **f64)), moreau.TensorError,
+        ("Simulator.rollout_backward: flag",
+         lambda: sim.rollout_backward(torch.zeros(2, 4, sim.nq, **f64), torch.zeros(2, 4, sim.nv, **f64), grad_kp=1),
+         moreau.TensorError, "Simulator.rollout_backward: argument 'grad_kp': wrong type: expected a bool, got int"),
+        ("moreau.torch.step: kp", lambda: mt.step(sim, q, v, a, kp=torch.zeros(4, 5, **f64)), moreau.TensorError,
          "moreau.torch.step: argument 'kp': wrong shape"),
-        ("torch.step friction", lambda: mt.step(sim, q, v, a, friction=torch.zeros(3, **f64)), moreau.TensorError,
-         "moreau.torch.step: argument 'friction': wrong shape"),
-        ("torch.rollout", lambda: mt.rollout(sim, q, v, torch.zeros(3, 4, 7, **f64)), moreau.TensorError,
-         "moreau.torch.rollout: argument 'actions': wrong shape"),
-        ("load_model", lambda: moreau.load_model("/nonexistent.json"), moreau.Error, "cannot open file"),
-        ("load_model_from_string", lambda: moreau.load_model_from_string("{"), moreau.Error, "expected valid JSON"),
-        ("load_urdf", lambda: moreau.load_urdf(cube), moreau.Error, "malformed XML"),
-        ("load_mjcf", lambda: moreau.load_mjcf(cube), moreau.Error, "malformed XML"),
+        ("moreau.torch.step: friction", lambda: mt.step(sim, q, v, a, friction=torch.zeros(3, **f64)),
+         moreau.TensorError, "moreau.torch.step: argument 'friction': wrong shape"),
+        ("moreau.torch.step: sim", lambda: mt.step("sim", q, v, a), moreau.TensorError,
+         "moreau.torch.step: argument 'sim': wrong type: expected a moreau.Simulator, got str"),
+        ("moreau.torch.step: return_status", lambda: mt.step(sim, q, v, a, return_status="yes"), moreau.TensorError,
+         "moreau.torch.step: argument 'return_status': wrong type: expected a bool"),
+        ("moreau.torch.Step", lambda: mt.Step.apply(sim, q, v[:, :2], a), moreau.TensorError,
+         "moreau.torch.Step: argument 'v': wrong shape"),
+        ("moreau.torch.rollout: actions", lambda: mt.rollout(sim, q, v, torch.zeros(3, 4, 7, **f64)),
+         moreau.TensorError, "moreau.torch.rollout: argument 'actions': wrong shape"),
+        ("moreau.torch.rollout: policy without horizon", lambda: mt.rollout(sim, q, v, lambda t, q, v: a),
+         moreau.TensorError, "moreau.torch.rollout: argument 'horizon': wrong value: expected an int H with a policy"),
+        ("moreau.torch.rollout: sim", lambda: mt.rollout(None, q, v, torch.zeros(3, 4, 12, **f64)), moreau.TensorError,
+         "moreau.torch.rollout: argument 'sim': wrong type: expected a moreau.Simulator, got NoneType"),
+        ("load_model: file", lambda: moreau.load_model("/nonexistent.json"), moreau.Error, "cannot open file"),
+        ("load_model: type", lambda: moreau.load_model(3), moreau.TensorError,
+         "moreau.load_model: argument 'path': wrong type: expected a file path"),
+        ("load_model_from_string: text", lambda: moreau.load_model_from_string("{"), moreau.Error,
+         "expected valid JSON"),
+        ("load_model_from_string: type", lambda: moreau.load_model_from_string({}), moreau.TensorError,
+         "argument 'text': wrong type: expected a str of JSON, got dict"),
+        ("load_urdf: file", lambda: moreau.load_urdf(cube), moreau.Error, "malformed XML"),
+        ("load_urdf: type", lambda: moreau.load_urdf(None), moreau.TensorError, "moreau.load_urdf: argument 'path'"),
+        ("load_urdf: option", lambda: moreau.load_urdf(cube, stiffness=1), moreau.TensorError,
+         "moreau.load_urdf: wrong arguments: .*incompatible function arguments"),
+        ("load_mjcf: file", lambda: moreau.load_mjcf(cube), moreau.Error, "malformed XML"),
+        ("load_mjcf: type", lambda: moreau.load_mjcf(b"x"), moreau.TensorError, "moreau.load_mjcf: argument 'path'"),
+        ("load: type", lambda: moreau.load([cube]), moreau.TensorError,
+         "moreau.load: argument 'model': wrong type: expected a path .* or a moreau.Model, got list"),
         ("asset", lambda: moreau.asset("nope.json"), FileNotFoundError, "moreau.asset: no robot 'nope.json'"),
         ("contact_mode_from_name", lambda: moreau.contact_mode_from_name("x"), moreau.Error, "got 'x'"),
-        ("load_model type", lambda: moreau.load_model(3), moreau.TensorError,
-         "moreau.load_model: argument 'path': wrong type: expected a file path"),
-        ("load_urdf type", lambda: moreau.load_urdf(None), moreau.TensorError, "moreau.load_urdf: argument 'path'"),
-        ("load_mjcf type", lambda: moreau.load_mjcf(b"x"), moreau.TensorError, "moreau.load_mjcf: argument 'path'"),
-        ("load_model_from_string type", lambda: moreau.load_model_from_string({}), moreau.TensorError,
-         "argument 'text': wrong type: expected a str of JSON, got dict"),
+        ("contact_mode_name", lambda: moreau.contact_mode_name(5), moreau.TensorError,
+         "moreau.contact_mode_name: argument 'mode': wrong type: expected a moreau.ContactMode or one of"),
         ("export_mjcf", lambda: moreau.export_mjcf(3), moreau.TensorError,
          "moreau.export_mjcf: argument 'model': wrong type: expected a moreau.Model, got int"),
+        # The compiled records and the Model's name lookups: nanobind checks their arguments'
+        # types and its TypeError names the function, the accepted signature and the types
+        # received; their values are moreau's to check where they are used (above).
+        ("Model", lambda: moreau.Model(3), TypeError, "Model: no constructor defined"),  # the loaders make them
+        ("Model.body_index", lambda: sim.model.body_index(3), TypeError,
+         "body_index\\(\\): incompatible function arguments.*body_index\\(self, name: str\\).*Invoked with types"),
+        ("Model.joint_index", lambda: sim.model.joint_index(None), TypeError, "joint_index\\(\\): incompatible"),
+        ("Model.actuator_index", lambda: sim.model.actuator_index(1.0), TypeError,
+         "actuator_index\\(\\): incompatible"),
+        ("SimulatorOptions", lambda: setattr(moreau.SimulatorOptions(), "n_env", "many"), TypeError,
+         "incompatible function arguments.*Invoked with types.*str"),
+        ("ContactOptions", lambda: setattr(moreau.ContactOptions(), "tolerance", "tight"), TypeError,
+         "incompatible function arguments.*Invoked with types.*str"),
     ]
+
+
+# Public functions whose only arguments are none at all: nothing to reject.
+_NO_ARGUMENTS = {"cuda_available", "Simulator.get_state", "Simulator.param_names", "Simulator.synchronize",
+                 "Model.total_mass"}
+
+
+def _public_functions():
+    """The names of moreau's and moreau.torch's public functions, classes (their constructors)
+    and the classes' public methods (properties and enums excluded)."""
+    import enum
+    import inspect
+
+    names = set()
+    for prefix, module, exported in (("", moreau, [n for n in dir(moreau) if not n.startswith("_")]),
+                                     ("moreau.torch.", mt, mt.__all__)):
+        for n in exported:
+            obj = getattr(module, n)
+            if inspect.ismodule(obj) or not callable(obj):
+                continue
+            if isinstance(obj, type) and issubclass(obj, (BaseException, enum.Enum)):
+                continue
+            names.add(prefix + n)
+            if isinstance(obj, type) and module is moreau:
+                for m in dir(obj):
+                    if not m.startswith("_") and callable(getattr(obj, m)) and \
+                            not isinstance(inspect.getattr_static(obj, m), property):
+                        names.add(f"{n}.{m}")
+    return names
+
+
+def test_the_boundary_test_covers_every_public_function(sim):
+    covered = {label.split(":")[0] for label, *_ in _entry_points(sim)}
+    public = _public_functions()
+    assert "Simulator.step" in public and "moreau.torch.rollout" in public and "Model.body_index" in public
+    missing = public - covered - _NO_ARGUMENTS
+    assert not missing, f"public functions without a wrong-argument case in _entry_points: {sorted(missing)}"
+    stale = (covered | _NO_ARGUMENTS) - public
+    assert not stale, f"cases for names that are not public functions: {sorted(stale)}"
 
 
 def test_every_entry_point_rejects_wrong_arguments_with_moreaus_error(sim):

@@ -35,6 +35,21 @@ inline ::testing::AssertionResult near_rel(const std::vector<double>& a,
   return near_rel(a.data(), b.data(), static_cast<int>(a.size()), rel, abs_floor, what);
 }
 
+// Runs `f`, expects a moreau::Error whose message contains every one of `parts`.
+template <class F>
+void expect_error(F f, const std::vector<std::string>& parts, const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << what << ": expected moreau::Error, nothing was thrown";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << what << ": message \"" << msg << "\" lacks \"" << p << "\"";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": expected moreau::Error, got another exception: " << e.what();
+  }
+}
+
 // How many i < n fail near_rel's test.
 int count_beyond(const double* a, const double* b, int n, double rel, double abs_floor);
 
