@@ -245,7 +245,7 @@ def _entry_points(sim):
         ("load_urdf: file", lambda: moreau.load_urdf(cube), moreau.Error, "malformed XML"),
         ("load_urdf: type", lambda: moreau.load_urdf(None), moreau.TensorError, "moreau.load_urdf: argument 'path'"),
         ("load_urdf: option", lambda: moreau.load_urdf(cube, stiffness=1), moreau.TensorError,
-         "moreau.load_urdf: wrong arguments: .*incompatible function arguments"),
+         "(?s)moreau.load_urdf: wrong arguments: .*incompatible function arguments"),
         ("load_mjcf: file", lambda: moreau.load_mjcf(cube), moreau.Error, "malformed XML"),
         ("load_mjcf: type", lambda: moreau.load_mjcf(b"x"), moreau.TensorError, "moreau.load_mjcf: argument 'path'"),
         ("load: type", lambda: moreau.load([cube]), moreau.TensorError,
@@ -261,14 +261,14 @@ def _entry_points(sim):
         # received; their values are moreau's to check where they are used (above).
         ("Model", lambda: moreau.Model(3), TypeError, "Model: no constructor defined"),  # the loaders make them
         ("Model.body_index", lambda: sim.model.body_index(3), TypeError,
-         "body_index\\(\\): incompatible function arguments.*body_index\\(self, name: str\\).*Invoked with types"),
+         "(?s)body_index\\(\\): incompatible function arguments.*body_index\\(self, name: str\\).*Invoked with types"),
         ("Model.joint_index", lambda: sim.model.joint_index(None), TypeError, "joint_index\\(\\): incompatible"),
         ("Model.actuator_index", lambda: sim.model.actuator_index(1.0), TypeError,
          "actuator_index\\(\\): incompatible"),
         ("SimulatorOptions", lambda: setattr(moreau.SimulatorOptions(), "n_env", "many"), TypeError,
-         "incompatible function arguments.*Invoked with types.*str"),
+         "(?s)incompatible function arguments.*Invoked with types.*str"),
         ("ContactOptions", lambda: setattr(moreau.ContactOptions(), "tolerance", "tight"), TypeError,
-         "incompatible function arguments.*Invoked with types.*str"),
+         "(?s)incompatible function arguments.*Invoked with types.*str"),
     ]
 
 
