@@ -18,7 +18,8 @@
 //    ((nq + nv + nu) × sizeof(dtype)), its fixed part (one more boundary state and a status per
 //    environment), and the measured growth of the process RSS (VmRSS) across the call; the
 //    transient peak (VmHWM) of rollout_backward, with the caller's adjoint buffers allocated
-//    beforehand. CUDA: the device memory taken (cudaMemGetInfo).
+//    beforehand. CUDA: the device memory taken (cudaMemGetInfo), after one control step has
+//    reserved the forward kernel's local memory.
 // 3. Against MuJoCo's mjd_transitionFD (finite-difference transition Jacobians of one mj_step,
 //    A (2nv x 2nv), B (2nv x nu); forward differences, eps 1e-6, unless --centered) on
 //    export_mjcf(model) (with contact: the ground plane and colliding feet of
@@ -330,6 +331,13 @@ json bench_memory(const moreau::Model& model, Device dev, DType dt, const Option
   so.n_threads = o.threads;
   so.contact.mode = ContactMode::Hard;
   moreau::Simulator sim(model, so);
+  // CUDA: the driver reserves local memory for the resident threads at a kernel's first launch
+  // (2,304 MiB for ANYmal's forward on an H200): one control step first, so that the rollout's
+  // measurement holds the rollout's memory alone (the state is set below)
+  if (dev == Device::CUDA) {
+    sim.step(1);
+    sim.synchronize();
+  }
   const Inputs in = bench_inputs(model, ContactMode::Hard);
   std::vector<double> q(static_cast<size_t>(n) * nq), v(static_cast<size_t>(n) * nv);
   for (int e = 0; e < n; ++e) {
