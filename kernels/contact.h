@@ -260,7 +260,7 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
 
 // c = J v: the active contacts' velocities at v.
 template <class S, class D>
-MOREAU_HD void contact_velocity(const ModelView<S, D>& m, const S* v, ContactScratch<S, D>& cs) {
+MOREAU_HD void contact_velocity(const S* v, ContactScratch<S, D>& cs) {
   for (int r = 0; r < 3 * cs.n; ++r) cs.c[r] = chain_dot(cs, r / 3, cs.J + r * D::kChain, v);
 }
 
@@ -273,7 +273,7 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
   constexpr int C = D::kChain;
   const int nr = 3 * cs.n;
   S* Y = cs.Y;
-  contact_velocity(m, v, cs);
+  contact_velocity(v, cs);
   for (int i = 0; i < cs.n; ++i) {
     for (int r = 3 * i; r < 3 * i + 3; ++r)
       for (int t = 0; t < cs.nd[i]; ++t) Y[r * C + t] = cs.J[r * C + t];
@@ -648,8 +648,7 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
 // P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖ stopped only part of the sliding per step when the
 // feet are coupled through the body: a standing quadruped's feet crept apart and it sank.)
 template <class S, class D>
-MOREAU_HD void soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, ContactScratch<S, D>& cs, S h, S kn,
-                                    S kd_given, S zeta) {
+MOREAU_HD void soft_normal_impulses(const S* v_k, ContactScratch<S, D>& cs, S h, S kn, S kd_given, S zeta) {
   const int nr = 3 * cs.n;
   for (int i = 0; i < cs.n; ++i) {
     const S vn = chain_dot(cs, i, cs.J + 3 * i * D::kChain, v_k);
@@ -662,7 +661,7 @@ MOREAU_HD void soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, Cont
 // Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows, as cs.J), adj_v_k,
 // adj_gnn (n: the diagonal normal entries G_nn, through m_eff) and adj_kn.
 template <class S, class D>
-MOREAU_HD void adj_soft_normal_impulses(const ModelView<S, D>& m, const S* v_k, const ContactScratch<S, D>& cs, S h, S kn,
+MOREAU_HD void adj_soft_normal_impulses(const S* v_k, const ContactScratch<S, D>& cs, S h, S kn,
                                         S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
                                         S* adj_gnn, S& adj_kn) {
   const int nr = 3 * cs.n;
@@ -708,7 +707,7 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
 // and Y and their block of G are the numbers contact_candidates and delassus give for that set
 // at the same q_M (every candidate below threshold must be in cs: not a truncated set).
 template <class S, class D>
-MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v, ContactScratch<S, D>& cs) {
+MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs) {
   constexpr int C = D::kChain;
   const int nr0 = 3 * cs.n;
   int keep[D::kActive], n = 0;
@@ -733,7 +732,7 @@ MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v
     for (int s = 0; s < 3 * n; ++s) cs.G[r * 3 * n + s] = G0[3 * keep[s / 3] + s % 3];
   }
   cs.n = n;
-  contact_velocity(m, v, cs);
+  contact_velocity(v, cs);
 }
 
 // The solve of the contact stage for `mode` at q_M (kinematics and factorised H in ws) and
@@ -751,14 +750,14 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   const S mu = p.friction.get(env);
   const S threshold = contact_threshold(cfg, p, env, mode, h);
   if (from_active)
-    restrict_active(m, threshold, v_free, cs);
+    restrict_active(threshold, v_free, cs);
   else
     contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
   if (cs.n == 0) return result;
   if (!from_active) delassus(m, ws.H, v_free, cs);
   const bool soft = mode == kContactSoft;
   if (soft) {
-    soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
+    soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
   } else if (mode == kContactSmooth) {
     const S k = p.smooth_k.get(env);
     for (int i = 0; i < cs.n; ++i) cs.w[i] = smooth_gate(k, cs.gap[i]);
@@ -893,7 +892,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
                      adj_p.friction, adj_pn))
     return kStatusNoGradient;
   if (soft) {
-    adj_soft_normal_impulses(m, v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
+    adj_soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
                              adj_pn, adj_gap, adj_J, adj_v_k, adj_gnn, adj_p.contact_kn);
   } else if (mode == kContactSmooth) {  // w = σ(−k g): ∂w/∂g = −k w (1 − w), ∂w/∂k = −g w (1 − w)
     const S k = p.smooth_k.get(env);

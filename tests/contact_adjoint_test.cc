@@ -128,7 +128,7 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
         kern::chain_axpy(cs, i, (target - vn) / jj, Jn, v_k.data());
       }
     auto loss = [&]() {
-      kern::soft_normal_impulses(m, v_k.data(), cs, h, kn, kd_given, zeta);
+      kern::soft_normal_impulses(v_k.data(), cs, h, kn, kd_given, zeta);
       double L = 0;
       for (int i = 0; i < n; ++i) L += Pbar[i] * cs.P[3 * i];
       return L;
@@ -137,7 +137,7 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
     for (int i = 0; i < n; ++i) ASSERT_GT(cs.P[3 * i], 0);
     Vec adj_gap(n, 0.0), adj_J(nr * C, 0.0), adj_v(nv, 0.0), adj_gnn(n, 0.0);
     double adj_kn = 0;
-    kern::adj_soft_normal_impulses(m, v_k.data(), cs, h, kn, kd_given, zeta, Pbar.data(), adj_gap.data(),
+    kern::adj_soft_normal_impulses(v_k.data(), cs, h, kn, kd_given, zeta, Pbar.data(), adj_gap.data(),
                                    adj_J.data(), adj_v.data(), adj_gnn.data(), adj_kn);
     const double eps = 1e-7;
     Vec fd_gap(n), fd_J(nr * C), fd_v(nv), fd_gnn(n);
