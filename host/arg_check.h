@@ -23,4 +23,11 @@ inline void require_finite(const double* x, int n, const char* fn, const char* a
                   ": expected a finite number, got " + std::to_string(x[i]));
 }
 
+// The state arguments of a single-environment function: q (nq) and v (nv) there and finite.
+inline void require_q(const char* fn, const Model& model, const double* q) { require_finite(q, model.nq, fn, "q"); }
+inline void require_qv(const char* fn, const Model& model, const double* q, const double* v) {
+  require_q(fn, model, q);
+  require_finite(v, model.nv, fn, "v");
+}
+
 }  // namespace moreau

@@ -231,18 +231,10 @@ void dispatch(const char* fn, Simulator& sim, const void* q_in, const void* v_in
   }
 }
 
-// q, v (nv) and, when given, the third input (nv) there and finite.
-void check_inputs(const char* fn, const Model& model, const double* q, const double* v, const double* third,
-                  const char* third_name) {
-  require_finite(q, model.nq, fn, "q");
-  require_finite(v, model.nv, fn, "v");
-  if (third) require_finite(third, model.nv, fn, third_name);
-}
-
 }  // namespace
 
 void tangent_map(const Model& model, const double* q, double* dq_ddelta) {
-  require_finite(q, model.nq, "tangent_map", "q");
+  require_q("tangent_map", model, q);
   require(dq_ddelta, "tangent_map", "dq_ddelta");
   const int nq = model.nq, nv = model.nv;
   MapX T(dq_ddelta, nq, nv);
@@ -269,13 +261,15 @@ void tangent_map(const Model& model, const double* q, double* dq_ddelta) {
 
 void rnea_derivatives(const Model& model, const double* q, const double* v, const double* a, double* dtau_dq,
                       double* dtau_dv, double* tau_out) {
-  check_inputs("rnea_derivatives", model, q, v, a, "a");
+  require_qv("rnea_derivatives", model, q, v);
+  if (a) require_finite(a, model.nv, "rnea_derivatives", "a");  // a may be null: 0
   rnea_rows(model, q, v, a, dtau_dq, dtau_dv, tau_out);
 }
 
 void rnea_derivatives_tangent(const Model& model, const double* q, const double* v, const double* a,
                               double* dtau_dq_tangent, double* dtau_dv, double* tau_out) {
-  check_inputs("rnea_derivatives_tangent", model, q, v, a, "a");
+  require_qv("rnea_derivatives_tangent", model, q, v);
+  if (a) require_finite(a, model.nv, "rnea_derivatives_tangent", "a");  // a may be null: 0
   std::vector<double> raw(static_cast<size_t>(model.nv) * model.nq);
   rnea_rows(model, q, v, a, raw.data(), dtau_dv, tau_out);
   if (dtau_dq_tangent) to_tangent(model, q, raw.data(), model.nv, dtau_dq_tangent);
@@ -283,8 +277,8 @@ void rnea_derivatives_tangent(const Model& model, const double* q, const double*
 
 void forward_dynamics_derivatives(const Model& model, const double* q, const double* v, const double* tau,
                                   double* da_dq, double* da_dv, double* da_dtau, double* a_out) {
-  check_inputs("forward_dynamics_derivatives", model, q, v, tau, "tau");
-  require(tau, "forward_dynamics_derivatives", "tau", model.nv);
+  require_qv("forward_dynamics_derivatives", model, q, v);
+  require_finite(tau, model.nv, "forward_dynamics_derivatives", "tau");
   const int nq = model.nq, nv = model.nv;
   MatX H(nv, nv);
   mass_matrix(model, q, H.data());
@@ -305,8 +299,8 @@ void forward_dynamics_derivatives(const Model& model, const double* q, const dou
 
 void forward_dynamics_derivatives_tangent(const Model& model, const double* q, const double* v, const double* tau,
                                           double* da_dq_tangent, double* da_dv, double* da_dtau, double* a_out) {
-  check_inputs("forward_dynamics_derivatives_tangent", model, q, v, tau, "tau");
-  require(tau, "forward_dynamics_derivatives_tangent", "tau", model.nv);
+  require_qv("forward_dynamics_derivatives_tangent", model, q, v);
+  require_finite(tau, model.nv, "forward_dynamics_derivatives_tangent", "tau");
   std::vector<double> raw(static_cast<size_t>(model.nv) * model.nq);
   forward_dynamics_derivatives(model, q, v, tau, raw.data(), da_dv, da_dtau, a_out);
   if (da_dq_tangent) to_tangent(model, q, raw.data(), model.nv, da_dq_tangent);

@@ -30,17 +30,10 @@ struct HostDynamics {
   }
 };
 
-// The checks every function here starts with: q (nq) and, where read, v (nv) there and finite.
-void check_q(const char* fn, const Model& model, const double* q) { require_finite(q, model.nq, fn, "q"); }
-void check_qv(const char* fn, const Model& model, const double* q, const double* v) {
-  require_finite(q, model.nq, fn, "q");
-  require_finite(v, model.nv, fn, "v");
-}
-
 }  // namespace
 
 void mass_matrix(const Model& model, const double* q, double* H_out) {
-  check_q("mass_matrix", model, q);
+  require_q("mass_matrix", model, q);
   require(H_out, "mass_matrix", "H_out", model.nv);
   HostDynamics d(model, q);
   kern::crba(d.m, static_cast<const double*>(nullptr), d.ws);
@@ -53,14 +46,14 @@ void mass_matrix(const Model& model, const double* q, double* H_out) {
 }
 
 void bias_forces(const Model& model, const double* q, const double* v, double* b_out) {
-  check_qv("bias_forces", model, q, v);
+  require_qv("bias_forces", model, q, v);
   require(b_out, "bias_forces", "b_out", model.nv);
   HostDynamics d(model, q);
   kern::rnea(d.m, v, static_cast<const double*>(nullptr), d.ws, b_out);
 }
 
 void passive_forces(const Model& model, const double* q, const double* v, double* tau_out) {
-  check_qv("passive_forces", model, q, v);
+  require_qv("passive_forces", model, q, v);
   require(tau_out, "passive_forces", "tau_out", model.nv);
   PackedModel<double> packed(model);
   const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
@@ -69,7 +62,7 @@ void passive_forces(const Model& model, const double* q, const double* v, double
 }
 
 double kinetic_energy(const Model& model, const double* q, const double* v) {
-  check_qv("kinetic_energy", model, q, v);
+  require_qv("kinetic_energy", model, q, v);
   std::vector<double> H(static_cast<size_t>(model.nv) * model.nv);
   mass_matrix(model, q, H.data());
   double e = 0;
@@ -79,7 +72,7 @@ double kinetic_energy(const Model& model, const double* q, const double* v) {
 }
 
 double potential_energy(const Model& model, const double* q) {
-  check_q("potential_energy", model, q);
+  require_q("potential_energy", model, q);
   double com[3];
   center_of_mass(model, q, com);
   const double mass = model.total_mass();
@@ -93,7 +86,7 @@ double potential_energy(const Model& model, const double* q) {
 }
 
 void body_poses(const Model& model, const double* q, double* pos_out, double* quat_out) {
-  check_q("body_poses", model, q);
+  require_q("body_poses", model, q);
   require(pos_out, "body_poses", "pos_out", model.nbody);
   require(quat_out, "body_poses", "quat_out", model.nbody);
   HostDynamics d(model, q);
@@ -125,7 +118,7 @@ void body_poses(const Model& model, const double* q, double* pos_out, double* qu
 }
 
 void center_of_mass(const Model& model, const double* q, double* com_out) {
-  check_q("center_of_mass", model, q);
+  require_q("center_of_mass", model, q);
   require(com_out, "center_of_mass", "com_out", 3);
   HostDynamics d(model, q);
   std::vector<kern::Transform<double>> X0(model.nbody);
@@ -141,7 +134,7 @@ void center_of_mass(const Model& model, const double* q, double* com_out) {
 }
 
 void contact_gaps(const Model& model, const double* q, double* gaps_out) {
-  check_q("contact_gaps", model, q);
+  require_q("contact_gaps", model, q);
   require(gaps_out, "contact_gaps", "gaps_out", model.ncon);
   HostDynamics d(model, q);
   kern::ContactScratch<double> cs;
@@ -149,7 +142,7 @@ void contact_gaps(const Model& model, const double* q, double* gaps_out) {
 }
 
 double lowest_gap(const Model& model, const double* q) {
-  check_q("lowest_gap", model, q);
+  require_q("lowest_gap", model, q);
   std::vector<double> gaps(model.ncon);
   contact_gaps(model, q, gaps.data());
   double g = std::numeric_limits<double>::infinity();
@@ -158,7 +151,7 @@ double lowest_gap(const Model& model, const double* q) {
 }
 
 void momentum(const Model& model, const double* q, const double* v, double* h_out) {
-  check_qv("momentum", model, q, v);
+  require_qv("momentum", model, q, v);
   require(h_out, "momentum", "h_out", 6);
   HostDynamics d(model, q);
   std::vector<double> tau(model.nv);

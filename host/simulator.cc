@@ -65,7 +65,6 @@ int max_environments(const Model& model) {
 
 namespace {
 
-
 void check_adjoint_inputs(const char* fn, int nu, const void* q_in, const void* v_in, const void* action,
                           const void* adj_q_out, const void* adj_v_out, const int32_t* status) {
   for (const auto& [p, arg] : {std::pair<const void*, const char*>{q_in, "q_in"}, {v_in, "v_in"},

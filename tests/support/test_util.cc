@@ -56,19 +56,17 @@ void random_state(const Model& model, std::mt19937& rng, double* q, double* v) {
   int fails = 0, worst = -1;
   double worst_ratio = 0;
   for (int i = 0; i < n; ++i) {
-    const double tol = std::max(rel * std::max(std::abs(a[i]), std::abs(b[i])), abs_floor);
-    const double err = std::abs(a[i] - b[i]);
-    // !(err <= tol) also catches NaN.
-    if (!(err <= tol)) {
+    if (beyond(a[i], b[i], rel, abs_floor)) {
       ++fails;
-      const double ratio = std::isfinite(err) ? err / tol : INFINITY;
+      const double err = std::abs(a[i] - b[i]);
+      const double ratio = std::isfinite(err) ? err / tolerance(a[i], b[i], rel, abs_floor) : INFINITY;
       if (worst < 0 || ratio > worst_ratio) worst = i, worst_ratio = ratio;
     }
   }
   if (fails == 0) return ::testing::AssertionSuccess();
   std::ostringstream s;
   s.precision(17);
-  const double tol = std::max(rel * std::max(std::abs(a[worst]), std::abs(b[worst])), abs_floor);
+  const double tol = tolerance(a[worst], b[worst], rel, abs_floor);
   s << what << "[" << worst << "]: " << a[worst] << " vs " << b[worst] << ", |diff| "
     << std::abs(a[worst] - b[worst]) << " > tol " << tol << " (rel " << rel << ", floor "
     << abs_floor << "); " << fails << " of " << n << " entries fail";
@@ -77,8 +75,7 @@ void random_state(const Model& model, std::mt19937& rng, double* q, double* v) {
 
 int count_beyond(const double* a, const double* b, int n, double rel, double abs_floor) {
   int fails = 0;
-  for (int i = 0; i < n; ++i)  // !(err <= tol) also counts NaN
-    fails += !(std::abs(a[i] - b[i]) <= std::max(rel * std::max(std::abs(a[i]), std::abs(b[i])), abs_floor));
+  for (int i = 0; i < n; ++i) fails += beyond(a[i], b[i], rel, abs_floor);
   return fails;
 }
 

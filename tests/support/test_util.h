@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -22,7 +24,16 @@ void random_state(const Model& model, std::mt19937& rng, double* q, double* v);
 // Uniformly random unit quaternion (w, x, y, z).
 void random_quat(std::mt19937& rng, double* quat);
 
-// Passes when |a[i] − b[i]| ≤ max(rel · max(|a[i]|, |b[i]|), abs_floor) for all i < n;
+// The tolerance of a against b: max(rel · max(|a|, |b|), abs_floor); beyond: |a − b| above it,
+// or either NaN.
+inline double tolerance(double a, double b, double rel, double abs_floor) {
+  return std::max(rel * std::max(std::abs(a), std::abs(b)), abs_floor);
+}
+inline bool beyond(double a, double b, double rel, double abs_floor) {
+  return !(std::abs(a - b) <= tolerance(a, b, rel, abs_floor));
+}
+
+// Passes when no i < n is beyond(a[i], b[i], rel, abs_floor);
 // otherwise the message names `what`, the worst index, both values and how many fail.
 ::testing::AssertionResult near_rel(const double* a, const double* b, int n, double rel,
                                     double abs_floor, const std::string& what);
