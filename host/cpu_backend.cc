@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "host/cpu_group.h"
 #include "host/thread_pool.h"
 #include "host/typed_backend.h"
 
@@ -53,15 +54,22 @@ template <class S>
 class CpuBackend : public TypedBackend<S> {
  public:
   CpuBackend(const Model& model, const SimulatorOptions& options)
-      : TypedBackend<S>(model, options, std::make_unique<HostMemory>()), pool_(options.n_threads) {}
+      : TypedBackend<S>(model, options, std::make_unique<HostMemory>()),
+        pool_(options.n_threads),
+        lanes_(this->model()),
+        lanes_view_(lanes_.view(lanes_.reals.data(), lanes_.ints.data())) {}
 
  protected:
+  // The forward steps groups of kLanes environments in lock-step (host/cpu_group.h); the threads
+  // take whole groups, so an environment's numbers do not depend on the thread count.
   void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
                    const kern::Batch<S>& b, int k) override {
     kern::with_dims(m, [&](const auto& md) {
-      pool_.parallel_for(b.n_env, [&](int begin, int end) {
-        for (int env = begin; env < end; ++env)
-          for (int s = 0; s < k; ++s) kern::control_step(md, cfg, p, b, env);
+      using D = typename std::decay_t<decltype(md)>::Dims;
+      const kern::ModelView<Lanes, D> mp{lanes_view_};
+      pool_.parallel_for(groups(b.n_env), [&](int begin, int end) {
+        for (int g = begin; g < end; ++g)
+          for (int s = 0; s < k; ++s) control_step_group<S, W, D>(md, mp, cfg, p, b, g * W);
       });
     });
   }
@@ -72,22 +80,23 @@ class CpuBackend : public TypedBackend<S> {
     const int n_tapes = std::min(n_steps, chosen > 0 ? chosen : kMaxTapes);
     kern::with_dims(m, [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
+      if (!adjoint) {
+        const kern::ModelView<Lanes, D> mp{lanes_view_};
+        pool_.parallel_for(groups(io.n_env), [&](int begin, int end) {
+          for (int g = begin; g < end; ++g) pure_step_group<S, W, D>(md, mp, cfg, p, io, g * W);
+        });
+        return;
+      }
       pool_.parallel_for(io.n_env, [&](int begin, int end) {
         // one tape per physics step, kept by each thread across calls
         thread_local std::vector<kern::AdjTape<S, D>> tapes;
-        if (adjoint && static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
-        if (adjoint && io.rows > 1) {
+        if (static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
+        if (io.rows > 1) {
           for (int e0 = begin; e0 < end; e0 += kGroup)
             rows_group(md, cfg, p, io, e0, std::min(kGroup, end - e0), tapes.data(), n_tapes);
           return;
         }
-        for (int env = begin; env < end; ++env) {
-          if (adjoint) {
-            kern::adj_pure_step(md, cfg, p, io, env, tapes.data(), n_tapes);
-          } else {
-            kern::pure_step(md, cfg, p, io, env);
-          }
-        }
+        for (int env = begin; env < end; ++env) kern::adj_pure_step(md, cfg, p, io, env, tapes.data(), n_tapes);
       });
     });
   }
@@ -163,7 +172,13 @@ class CpuBackend : public TypedBackend<S> {
   }
 
  private:
+  static constexpr int W = kLanes<S>;
+  using Lanes = kern::Pack<S, W>;
+  static int groups(int n_env) { return (n_env + W - 1) / W; }
+
   ThreadPool pool_;
+  PackedModel<Lanes> lanes_;  // the model's reals in every lane
+  kern::ModelView<Lanes> lanes_view_;
 };
 
 }  // namespace

@@ -26,6 +26,9 @@ MOREAU_HD float msin(float x) { return sinf(x); }
 MOREAU_HD double msin(double x) { return sin(x); }
 MOREAU_HD float mcos(float x) { return cosf(x); }
 MOREAU_HD double mcos(double x) { return cos(x); }
+// sin and cos of one argument in one call; host/simd.h's Pack makes the same call lane by lane
+MOREAU_HD void msincos(float x, float* s, float* c) { sincosf(x, s, c); }
+MOREAU_HD void msincos(double x, double* s, double* c) { sincos(x, s, c); }
 MOREAU_HD float mexp(float x) { return expf(x); }
 MOREAU_HD double mexp(double x) { return exp(x); }
 MOREAU_HD float mabs(float x) { return fabsf(x); }
@@ -40,6 +43,13 @@ template <class S>
 MOREAU_HD S mmax(S a, S b) { return a > b ? a : b; }
 template <class S>
 MOREAU_HD S clamp(S x, S lo, S hi) { return x < lo ? lo : (x > hi ? hi : x); }
+// a where c holds, else b (both evaluated), and whether c holds anywhere: for a scalar S the
+// plain forms of what host/simd.h's Pack does lane by lane.
+template <class S>
+MOREAU_HD S mselect(bool c, S a, S b) { return c ? a : b; }
+MOREAU_HD bool any_lane(bool c) { return c; }
+template <class S>
+using MaskOf = decltype(S() > S());
 
 }  // namespace kern
 }  // namespace moreau

@@ -62,10 +62,12 @@ MOREAU_HD void body_inertias(const ModelView<S, D>& m, S added_base_mass, Worksp
     const S* I = m.body_sinertia + 10 * i;
     ws.I[i] = {I[0], {I[1], I[2], I[3]}, {I[4], I[5], I[6], I[7], I[8], I[9]}};
   }
-  if (m.nbody > 0 && added_base_mass != 0) {
+  const auto added = added_base_mass != S(0);
+  if (m.nbody > 0 && any_lane(added)) {
     const S* I6 = m.body_inertia;
-    ws.I[0] = inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
-                               Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
+    const Inertia<S> I = inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
+                                          Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
+    ws.I[0] = select_inertia(added, I, ws.I[0]);
   }
 }
 
@@ -294,12 +296,13 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
 // H_ij −= H_ki H_kj / d_k), which keeps the square roots off its chain of dependent rows; a
 // last pass scales each row by 1 / √d_k (L_kj = H_kj / √d_k, L_kk = √d_k).
 template <class S, class D>
-MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
+MOREAU_HD MaskOf<S> ltl_factor(const ModelView<S, D>& m, S* H) {
+  MaskOf<S> ok = S(1) > S(0);  // true (in every lane)
   for (int k = m.nv - 1; k >= 0; --k) {
     const S* Lk = H + m.dof_Madr[k];
     const int dk = m.dof_depth[k];
     const S d = Lk[dk];
-    if (!(d > 0)) return false;
+    ok = ok & (d > S(0));  // (false for NaN)
     const S inv = S(1) / d;
     // H_ij −= H_ki H_kj / d_k for every ancestor i of k (depth s) and every ancestor j of i
     // (depth t ≤ s): row i's first s + 1 entries, against row k's
@@ -317,7 +320,7 @@ MOREAU_HD bool ltl_factor(const ModelView<S, D>& m, S* H) {
     Lk[dk] = inv;
     for (int t = 0; t < dk; ++t) Lk[t] *= inv;
   }
-  return true;
+  return ok;
 }
 
 // x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.

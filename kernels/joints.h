@@ -24,7 +24,9 @@ MOREAU_HD_SMALL int joint_nv(int type) {
 // Rot(a, θ) for a unit axis a (Rodrigues): cos θ 1 + sin θ [a]× + (1 − cos θ) a aᵀ
 template <class S>
 MOREAU_HD_SMALL Mat3<S> axis_angle(const Vec3<S>& a, S theta) {
-  S c = mcos(theta), s = msin(theta), t = 1 - c;
+  S s, c;
+  msincos(theta, &s, &c);
+  const S t = 1 - c;
   return {{c + t * a.x * a.x, t * a.x * a.y - s * a.z, t * a.x * a.z + s * a.y,
            t * a.x * a.y + s * a.z, c + t * a.y * a.y, t * a.y * a.z - s * a.x,
            t * a.x * a.z - s * a.y, t * a.y * a.z + s * a.x, c + t * a.z * a.z}};

@@ -230,8 +230,10 @@ MOREAU_HD_SMALL Quat<S> quat_exp(const Vec3<S>& w) {
   S t2 = dot(w, w);
   S t = msqrt(t2);
   // sin(θ/2)/θ = 1/2 − θ²/48 + θ⁴/3840 near 0
-  S k = t < S(1e-4) ? S(0.5) - t2 / S(48) : msin(S(0.5) * t) / t;
-  return {mcos(S(0.5) * t), k * w.x, k * w.y, k * w.z};
+  S s, c;
+  msincos(S(0.5) * t, &s, &c);
+  S k = mselect(t < S(1e-4), S(0.5) - t2 / S(48), s / mmax(t, S(1e-4)));
+  return {c, k * w.x, k * w.y, k * w.z};
 }
 // With k(θ) = sin(θ/2)/θ and g = k'(θ)/θ:  ∂cos(θ/2)/∂w = −(k/2) w,  ∂(k w)/∂w = k 1 + g w wᵀ,
 // g = (θ/2 cos(θ/2) − sin(θ/2))/θ³; on the forward's Taylor branch k = 1/2 − θ²/48, g = −1/24.
@@ -245,7 +247,8 @@ MOREAU_HD_SMALL void adj_quat_exp(const Vec3<S>& w, Vec3<S>& adj_w, const Quat<S
     k = S(0.5) - t2 / S(48);
     g = S(-1) / S(24);
   } else {
-    S s = msin(S(0.5) * t), c = mcos(S(0.5) * t);
+    S s, c;
+    msincos(S(0.5) * t, &s, &c);
     k = s / t;
     g = (S(0.5) * t * c - s) / (t2 * t);
   }
@@ -360,6 +363,14 @@ struct Inertia {
   Vec3<S> h;  // m c
   Sym3<S> I;  // rotational inertia about the frame origin
 };
+// a where c holds, else b (lane by lane for a mask of host/simd.h's Pack)
+template <class C, class S>
+MOREAU_HD_SMALL Inertia<S> select_inertia(C c, const Inertia<S>& a, const Inertia<S>& b) {
+  return {mselect(c, a.m, b.m),
+          {mselect(c, a.h.x, b.h.x), mselect(c, a.h.y, b.h.y), mselect(c, a.h.z, b.h.z)},
+          {mselect(c, a.I.xx, b.I.xx), mselect(c, a.I.yy, b.I.yy), mselect(c, a.I.zz, b.I.zz),
+           mselect(c, a.I.xy, b.I.xy), mselect(c, a.I.xz, b.I.xz), mselect(c, a.I.yz, b.I.yz)}};
+}
 // From mass, centre of mass c and inertia about c: I_O = I_c + m ([c]×[c]×ᵀ) = I_c + m (|c|² 1 − c cᵀ)
 template <class S>
 MOREAU_HD_SMALL Inertia<S> inertia_from_com(S m, const Vec3<S>& c, const Sym3<S>& Ic) {

@@ -35,7 +35,7 @@ MOREAU_HD void actuator_forces(const ModelView<S, D>& m, const Params<S>& p, int
     S lo = m.actuator_forcelimited[a] ? m.actuator_forcerange[2 * a] : -big;
     S hi = m.actuator_forcelimited[a] ? m.actuator_forcerange[2 * a + 1] : big;
     const S peak = m.actuator_peakforce[a];
-    if (peak > 0) {
+    if (any_lane(peak > S(0))) {  // (a model constant: the same in every lane)
       const S r = ldot / m.actuator_maxvel[a];
       hi = clamp(peak * (1 - r), S(0), hi);
       lo = -clamp(peak * (1 + r), S(0), -lo);
@@ -51,7 +51,7 @@ MOREAU_HD void passive_forces(const ModelView<S, D>& m, const S* q, const S* v, 
   for (int k = 0; k < m.nv; ++k) tau[k] -= m.dof_damping[k] * v[k];
   if (m.has_springs)
     for (int j = 0; j < m.nbody; ++j)
-      if (m.jnt_stiffness[j] != 0) tau[m.jnt_dofadr[j]] -= m.jnt_stiffness[j] * (q[m.jnt_qposadr[j]] - m.jnt_springref[j]);
+      if (any_lane(m.jnt_stiffness[j] != S(0))) tau[m.jnt_dofadr[j]] -= m.jnt_stiffness[j] * (q[m.jnt_qposadr[j]] - m.jnt_springref[j]);
 }
 
 // Adjoint of passive_forces: q̄ += (∂τ/∂q)ᵀ τ̄, v̄ += (∂τ/∂v)ᵀ τ̄.
@@ -99,7 +99,7 @@ MOREAU_HD void adj_actuator_forces(const ModelView<S, D>& m, const Params<S>& p,
     const S hi0 = m.actuator_forcelimited[a] ? m.actuator_forcerange[2 * a + 1] : big;
     const S peak = m.actuator_peakforce[a];
     S lo = lo0, hi = hi0, dlo = 0, dhi = 0;  // bounds and their derivatives in l̇
-    if (peak > 0) {
+    if (any_lane(peak > S(0))) {  // (a model constant: the same in every lane)
       const S vmax = m.actuator_maxvel[a], r = ldot / vmax;
       hi = clamp(peak * (1 - r), S(0), hi0);
       lo = -clamp(peak * (1 + r), S(0), -lo0);
@@ -145,8 +145,8 @@ MOREAU_HD ContactInfo<S, D>* no_info() { return nullptr; }
 // (H(q_M) + h D) Δv = h (τ − b − D v). Leaves the kinematics at q_M and the factorised
 // H + hD in ws. False if the mass matrix is not positive definite.
 template <class S, class D>
-MOREAU_HD bool free_velocity(const ModelView<S, D>& m, const Params<S>& p, int env, S h, const S* q, const S* v,
-                             const S* ctrl, Workspace<S, D>& ws, S* qM, S* dv) {
+MOREAU_HD MaskOf<S> free_velocity(const ModelView<S, D>& m, const Params<S>& p, int env, S h, const S* q, const S* v,
+                                   const S* ctrl, Workspace<S, D>& ws, S* qM, S* dv) {
   const int nv = m.nv;
   S hD[D::kNv];
   integrate(m, q, v, h / 2, qM);
@@ -161,9 +161,9 @@ MOREAU_HD bool free_velocity(const ModelView<S, D>& m, const Params<S>& p, int e
   actuator_forces(m, p, env, qM, v, ctrl, dv);
   for (int k = 0; k < nv; ++k) dv[k] *= h;
   crba(m, hD, ws);
-  if (!ltl_factor(m, ws.H)) return false;
+  const MaskOf<S> ok = ltl_factor(m, ws.H);
   ltl_solve(m, ws.H, dv);
-  return true;
+  return ok;
 }
 
 // The intermediates of one physics step, as its adjoint reads them: the input state, q_M, Δv,
@@ -190,15 +190,12 @@ MOREAU_HD StepTape<S, D>& step_tape(StepTape<S, D>& t) { return t; }
 template <class S, class D>
 MOREAU_HD StepTape<S, D>& step_tape(AdjTape<S, D>& t) { return t.step; }
 
-// One physics step of size h, in place on (q, v), recorded in t. Returns the contact stage's
-// result; its status bits are 0 when all went well.
+// The rest of a physics step once t holds its input state and free_velocity's results (ok: the
+// mass matrix was positive definite): v_free, the contact stage and q_next.
 template <class S, class D>
-MOREAU_HD ContactResult<S> physics_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                                        int env, S h, S* q, S* v, const S* ctrl, StepTape<S, D>& t,
-                                        ContactInfo<S, D>* info) {
-  for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
-  for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
-  if (!free_velocity(m, p, env, h, q, v, ctrl, t.ws, t.qM, t.dv)) return {kStatusSingularMass, 0, S(0)};
+MOREAU_HD ContactResult<S> finish_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                                       int env, S h, bool ok, S* q, S* v, StepTape<S, D>& t, ContactInfo<S, D>* info) {
+  if (!ok) return {kStatusSingularMass, 0, S(0)};
   for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
   ContactResult<S> result{0, 0, S(0)};
   if (cfg.mode != kContactNone && m.ncon > 0)
@@ -207,6 +204,18 @@ MOREAU_HD ContactResult<S> physics_step(const ModelView<S, D>& m, const ContactS
   for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
   integrate(m, t.qM, v, h / 2, q);
   return result;
+}
+
+// One physics step of size h, in place on (q, v), recorded in t. Returns the contact stage's
+// result; its status bits are 0 when all went well.
+template <class S, class D>
+MOREAU_HD ContactResult<S> physics_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                                        int env, S h, S* q, S* v, const S* ctrl, StepTape<S, D>& t,
+                                        ContactInfo<S, D>* info) {
+  for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
+  for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
+  const bool ok = free_velocity(m, p, env, h, q, v, ctrl, t.ws, t.qM, t.dv);
+  return finish_step(m, cfg, p, env, h, ok, q, v, t, info);
 }
 
 // The adjoint's part of a recorded step that does not depend on the seed: for
@@ -316,6 +325,19 @@ struct StepStats {
   S residual;
 };
 
+// The status bits of a physics step that gave r and left (q, v); adds to the statistics (may be null).
+template <class S, class D>
+MOREAU_HD int step_status(const ModelView<S, D>& m, const ContactResult<S>& r, const S* q, const S* v,
+                          StepStats<S>* stats) {
+  int status = r.status;
+  if (stats) {
+    stats->iterations = r.iterations > stats->iterations ? r.iterations : stats->iterations;
+    stats->residual = mmax(stats->residual, r.residual);
+  }
+  if (!(status & kStatusFatal) && (!all_bounded(q, m.nq) || !all_bounded(v, m.nv))) status |= kStatusNanState;
+  return status;
+}
+
 // Physics steps of a control step from (q, v), in place: count of them, step s recorded in
 // tapes[s * tape_stride] (tape_stride 0: all in tapes[0]). Returns status bits; a fatal bit
 // stops it. stats may be null.
@@ -325,15 +347,9 @@ MOREAU_HD int record_steps(const ModelView<S, D>& m, const ContactSettings<S>& c
                            StepStats<S>* stats) {
   const S h = m.timestep / cfg.substeps;
   int status = 0;
-  for (int s = 0; s < count && !(status & kStatusFatal); ++s) {
-    const ContactResult<S> r = physics_step(m, cfg, p, env, h, q, v, u, step_tape(tapes[s * tape_stride]), info);
-    status |= r.status;
-    if (stats) {
-      stats->iterations = r.iterations > stats->iterations ? r.iterations : stats->iterations;
-      stats->residual = mmax(stats->residual, r.residual);
-    }
-    if (!(status & kStatusFatal) && (!all_bounded(q, m.nq) || !all_bounded(v, m.nv))) status |= kStatusNanState;
-  }
+  for (int s = 0; s < count && !(status & kStatusFatal); ++s)
+    status |= step_status(m, physics_step(m, cfg, p, env, h, q, v, u, step_tape(tapes[s * tape_stride]), info), q, v,
+                          stats);
   return status;
 }
 // One control step on local arrays: decimation × substeps physics steps with the action held,
@@ -430,22 +446,19 @@ MOREAU_HD int adj_advance(const ModelView<S, D>& m, const ContactSettings<S>& cf
   return status;
 }
 
-// One control step of environment `env` of the batch, in place. An environment with a fatal
-// status bit is skipped. On a fatal failure the state is left as it was before the control
-// step; every new bit is added to the status.
+// The state and action of environment env of the batch.
 template <class S, class D>
-MOREAU_HD void control_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                            const Batch<S>& b, int env) {
-  if (b.status[env] & kStatusFatal) return;
+MOREAU_HD void load_env(const ModelView<S, D>& m, const Batch<S>& b, int env, S* q, S* v, S* u) {
   const int n = b.n_env;
-  S q[D::kNq], v[D::kNv], u[D::kNu];
   for (int k = 0; k < m.nq; ++k) q[k] = b.q[k * n + env];
   for (int k = 0; k < m.nv; ++k) v[k] = b.v[k * n + env];
   for (int k = 0; k < m.nu; ++k) u[k] = b.action[k * n + env];
-  StepTape<S, D> tape;
-  ContactInfo<S, D> info;
-  StepStats<S> stats;
-  const int status = advance(m, cfg, p, env, q, v, u, tape, &info, &stats);
+}
+// A control step's results for environment env into the batch (the state only without a fatal bit).
+template <class S, class D>
+MOREAU_HD void store_env(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Batch<S>& b, int env,
+                         const S* q, const S* v, int status, const ContactInfo<S, D>& info, const StepStats<S>& stats) {
+  const int n = b.n_env;
   if (b.solver_iterations) {
     b.solver_iterations[env] = stats.iterations;
     b.solver_residual[env] = stats.residual;
@@ -461,6 +474,21 @@ MOREAU_HD void control_step(const ModelView<S, D>& m, const ContactSettings<S>& 
       b.con_active[k * n + env] = info.active[k];
     }
   b.time[env] += m.decimation * m.timestep;
+}
+
+// One control step of environment `env` of the batch, in place. An environment with a fatal
+// status bit is skipped. On a fatal failure the state is left as it was before the control
+// step; every new bit is added to the status.
+template <class S, class D>
+MOREAU_HD void control_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                            const Batch<S>& b, int env) {
+  if (b.status[env] & kStatusFatal) return;
+  S q[D::kNq], v[D::kNv], u[D::kNu];
+  load_env(m, b, env, q, v, u);
+  StepTape<S, D> tape;
+  ContactInfo<S, D> info;
+  StepStats<S> stats;
+  store_env(m, cfg, b, env, q, v, advance(m, cfg, p, env, q, v, u, tape, &info, &stats), info, stats);
 }
 
 // Buffers of the pure (stateless) control step and its adjoint, field-major over n_env.
@@ -498,24 +526,34 @@ MOREAU_HD void load_env(const ModelView<S, D>& m, const PureStep<S>& b, int env,
   for (int k = 0; k < m.nu; ++k) u[k] = b.action[k * n + env];
 }
 
+// A pure step's results for environment env (its input state again where a fatal bit is set:
+// a failed step leaves the state as it was).
+template <class S, class D>
+MOREAU_HD void store_env(const ModelView<S, D>& m, const PureStep<S>& b, int env, S* q, S* v, int status) {
+  const int n = b.n_env;
+  if (status & kStatusFatal) {
+    S u[D::kNu];
+    load_env(m, b, env, q, v, u);
+  }
+  b.status[env] = status;
+  for (int k = 0; k < m.nq; ++k) b.q_out[k * n + env] = q[k];
+  for (int k = 0; k < m.nv; ++k) b.v_out[k * n + env] = v[k];
+}
+
 // (q_out, v_out) = control step of (q_in, v_in, action) for environment env; status set. With
 // `accumulate`, an environment with a fatal status bit is carried through unchanged and new
 // status bits are added (a recorded rollout).
 template <class S, class D>
 MOREAU_HD void pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                          const PureStep<S>& b, int env) {
-  const int n = b.n_env;
   S q[D::kNq], v[D::kNv], u[D::kNu];
   load_env(m, b, env, q, v, u);
   int status = b.accumulate ? b.status[env] : 0;
   if (!(status & kStatusFatal)) {
     StepTape<S, D> tape;
     status |= advance(m, cfg, p, env, q, v, u, tape, no_info<S, D>(), static_cast<StepStats<S>*>(nullptr));
-    if (status & kStatusFatal) load_env(m, b, env, q, v, u);  // a failed step leaves the state as it was
   }
-  b.status[env] = status;
-  for (int k = 0; k < m.nq; ++k) b.q_out[k * n + env] = q[k];
-  for (int k = 0; k < m.nv; ++k) b.v_out[k * n + env] = v[k];
+  store_env(m, b, env, q, v, status);
 }
 
 // Adjoint of pure_step for environment env: adj_q_in, adj_v_in, adj_action (and parameter

@@ -36,6 +36,10 @@ inline Dual msqrt(Dual x) {
 inline Dual mabs(Dual x) { return x.v < 0 ? -x : x; }
 inline Dual msin(Dual x) { return {std::sin(x.v), std::cos(x.v) * x.d}; }
 inline Dual mcos(Dual x) { return {std::cos(x.v), -std::sin(x.v) * x.d}; }
+inline void msincos(Dual x, Dual* s, Dual* c) {
+  *s = msin(x);
+  *c = mcos(x);
+}
 inline Dual mexp(Dual x) {
   const double e = std::exp(x.v);
   return {e, e * x.d};
