@@ -49,9 +49,16 @@ constexpr int kMaxTapes = 64;
 constexpr int kMaxRows = 40;
 // Environments per group in the adjoint rows' copies (a cache line of float64).
 constexpr int kGroup = 8;
+// The most bytes of tapes a thread keeps for the lanes' recompute in the adjoint (host/cpu_group.h
+// adj_pure_step_group); beyond them (large models, long control steps) the adjoint runs per environment.
+constexpr size_t kLaneTapeBytes = size_t(16) << 20;
 
 template <class S>
 class CpuBackend : public TypedBackend<S> {
+  static constexpr int W = kLanes<S>;
+  using Lanes = kern::Pack<S, W>;
+  static int groups(int n_env) { return (n_env + W - 1) / W; }
+
  public:
   CpuBackend(const Model& model, const SimulatorOptions& options)
       : TypedBackend<S>(model, options, std::make_unique<HostMemory>()),
@@ -87,25 +94,39 @@ class CpuBackend : public TypedBackend<S> {
         });
         return;
       }
-      pool_.parallel_for(io.n_env, [&](int begin, int end) {
-        // one tape per physics step, kept by each thread across calls
+      // With the automatic tapes (adjoint_tapes 0) the lanes recompute the control step for a group
+      // at once when every lane's tapes (one per physics step) fit kLaneTapeBytes; otherwise each
+      // environment runs adj_pure_step alone.
+      const kern::ModelView<Lanes, D> mp{lanes_view_};
+      const bool lanes =
+          chosen == 0 && n_tapes == n_steps && sizeof(kern::AdjTape<S, D>) * W * n_steps <= kLaneTapeBytes;
+      const int per = lanes ? W : kGroup;  // environments a thread takes at once
+      pool_.parallel_for((io.n_env + per - 1) / per, [&](int begin, int end) {
+        // the tapes, kept by each thread across calls
         thread_local std::vector<kern::AdjTape<S, D>> tapes;
-        if (static_cast<int>(tapes.size()) < n_tapes) tapes.resize(n_tapes);
-        if (io.rows > 1) {
-          for (int e0 = begin; e0 < end; e0 += kGroup)
-            rows_group(md, cfg, p, io, e0, std::min(kGroup, end - e0), tapes.data(), n_tapes);
-          return;
+        const size_t needed = lanes ? static_cast<size_t>(W) * n_steps : n_tapes;
+        if (tapes.size() < needed) tapes.resize(needed);
+        for (int e0 = begin * per; e0 < std::min(end * per, io.n_env); e0 += per) {
+          const int g = std::min(per, io.n_env - e0);
+          if (io.rows > 1) {
+            rows_group(md, lanes ? &mp : nullptr, cfg, p, io, e0, g, tapes.data(), n_tapes);
+          } else if (lanes) {
+            adj_pure_step_group<S, W, D, 1>(md, mp, cfg, p, io, e0, g, tapes.data());
+          } else {
+            for (int env = e0; env < e0 + g; ++env) kern::adj_pure_step(md, cfg, p, io, env, tapes.data(), n_tapes);
+          }
         }
-        for (int env = begin; env < end; ++env) kern::adj_pure_step(md, cfg, p, io, env, tapes.data(), n_tapes);
       });
     });
   }
   // Adjoint rows (step_adjoint_rows) of environments e0 .. e0 + g − 1: the stacked buffers are
   // strided by n_env, so they are copied to and from a field-major batch of g ≤ kGroup
   // environments (one cache line per element) and the kernel runs on that.
+  // With the lanes' model view mp (else null) the group's W lanes recompute together.
   template <class D>
-  static void rows_group(const kern::ModelView<S, D>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
-                         const kern::PureStep<S>& io, int e0, int g, kern::AdjTape<S, D>* tapes, int n_tapes) {
+  static void rows_group(const kern::ModelView<S, D>& m, const kern::ModelView<Lanes, D>* mp,
+                         const kern::ContactSettings<S>& cfg, const kern::Params<S>& p, const kern::PureStep<S>& io,
+                         int e0, int g, kern::AdjTape<S, D>* tapes, int n_tapes) {
     const int n = io.n_env, rows = io.rows, nq = m.nq, nv = m.nv, nu = m.nu;
     thread_local std::vector<S> buf;
     buf.resize(static_cast<size_t>(kGroup) * (nq + nv + nu + 2 * rows * (nq + nv) + rows * (3 * nu + 4)));
@@ -148,7 +169,11 @@ class CpuBackend : public TypedBackend<S> {
     for (kern::Param<S>* x : {&pg.kp, &pg.kd, &pg.added_base_mass, &pg.friction, &pg.contact_kn, &pg.contact_kd,
                               &pg.contact_zeta, &pg.smooth_k, &pg.smooth_gmax})
       if (x->len > 1) x->data += e0;
-    for (int e = 0; e < g; ++e) kern::adj_pure_step<S, D, kMaxRows>(m, cfg, pg, b, e, tapes, n_tapes);
+    if (mp) {
+      adj_pure_step_group<S, W, D, kMaxRows>(m, *mp, cfg, pg, b, 0, g, tapes);
+    } else {
+      for (int e = 0; e < g; ++e) kern::adj_pure_step<S, D, kMaxRows>(m, cfg, pg, b, e, tapes, n_tapes);
+    }
     auto back = [&](S* dst, const S* local, int width) {
       if (!dst) return;
       for (int k = 0; k < width; ++k)
@@ -172,10 +197,6 @@ class CpuBackend : public TypedBackend<S> {
   }
 
  private:
-  static constexpr int W = kLanes<S>;
-  using Lanes = kern::Pack<S, W>;
-  static int groups(int n_env) { return (n_env + W - 1) / W; }
-
   ThreadPool pool_;
   PackedModel<Lanes> lanes_;  // the model's reals in every lane
   kern::ModelView<Lanes> lanes_view_;

@@ -385,6 +385,31 @@ MOREAU_HD int reverse_steps(const ModelView<S, D>& m, const ContactSettings<S>& 
   return 0;
 }
 
+// The adjoints of `count` physics steps recorded in tapes, for `rows` seeds: adj_setup on each, then
+// each row's (adj_q, adj_v) + r (nq, nv) from the adjoint of the last step's output to that of
+// the first one's input, in place, accumulating adj_u + r nu and adj_p[r]. Returns status bits.
+template <class S, class D>
+MOREAU_HD int adj_recorded(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
+                           const S* u, AdjTape<S, D>* tapes, int count, int rows, S* adj_q, S* adj_v, S* adj_u,
+                           ParamAdjoint<S, D>* adj_p, AdjWorkspace<S, D>& aw) {
+  const S h = m.timestep / cfg.substeps;
+  for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
+  for (int r = 0; r < rows; ++r) {
+    const int st = reverse_steps(m, cfg, p, env, u, tapes, count, adj_q + r * m.nq, adj_v + r * m.nv,
+                                 adj_u + r * m.nu, adj_p[r], aw);
+    if (st) return st;
+  }
+  return 0;
+}
+
+// kStatusNanGradient if a gradient of `rows` seeds is not finite, else 0.
+template <class S, class D>
+MOREAU_HD int gradient_status(const ModelView<S, D>& m, int rows, const S* adj_q, const S* adj_v, const S* adj_u) {
+  const bool finite =
+      all_finite(adj_q, rows * m.nq) && all_finite(adj_v, rows * m.nv) && all_finite(adj_u, rows * m.nu);
+  return finite ? 0 : kStatusNanGradient;
+}
+
 // Checkpoints for the adjoint of a control step when its physics steps do not all fit in the
 // tapes: at most kCheckpoints segments, each recomputed from its input state.
 constexpr int kCheckpoints = 16;
@@ -409,7 +434,6 @@ MOREAU_HD int adj_advance(const ModelView<S, D>& m, const ContactSettings<S>& cf
   const int n_seg = (n_steps + seg_len - 1) / seg_len;
   int status = input_status(m, q0, v0, u);
   if (status) return status;
-  const S h = m.timestep / cfg.substeps;
   S cq[kCheckpoints][D::kNq], cv[kCheckpoints][D::kNv];  // each segment's input state
   for (int k = 0; k < nq; ++k) cq[0][k] = q0[k];
   for (int k = 0; k < nv; ++k) cv[0][k] = v0[k];
@@ -433,17 +457,11 @@ MOREAU_HD int adj_advance(const ModelView<S, D>& m, const ContactSettings<S>& cf
       status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, no_info<S, D>(),
                              static_cast<StepStats<S>*>(nullptr));
       if (status & kStatusFatal) return status;
-      for (int j = 0; j < count; ++j) adj_setup(m, cfg, p, env, h, tapes[j]);
-      for (int r = 0; r < rows; ++r) {
-        const int st = reverse_steps(m, cfg, p, env, u, tapes, count, adj_q0 + r * nq, adj_v0 + r * nv,
-                                     adj_u + r * m.nu, adj_p[r], aw);
-        if (st) return status | st;
-      }
+      const int st = adj_recorded(m, cfg, p, env, u, tapes, count, rows, adj_q0, adj_v0, adj_u, adj_p, aw);
+      if (st) return status | st;
     }
   }
-  if (!all_finite(adj_q0, rows * nq) || !all_finite(adj_v0, rows * nv) || !all_finite(adj_u, rows * m.nu))
-    status |= kStatusNanGradient;
-  return status;
+  return status | gradient_status(m, rows, adj_q0, adj_v0, adj_u);
 }
 
 // The state and action of environment env of the batch.
@@ -556,30 +574,25 @@ MOREAU_HD void pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg
   store_env(m, b, env, q, v, status);
 }
 
-// Adjoint of pure_step for environment env: adj_q_in, adj_v_in, adj_action (and parameter
-// adjoints) from adj_q_out, adj_v_out, for each of b.rows ≤ kRows seeds (row r of a buffer of
-// width w at offset r w n_env); zero gradients and a status bit where it fails. tapes: n_tapes ≥ 1
-// of them (adj_advance).
-template <class S, class D, int kRows = 1>
-MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                             const PureStep<S>& b, int env, AdjTape<S, D>* tapes, int n_tapes) {
-  const int n = b.n_env, nq = m.nq, nv = m.nv, nu = m.nu, rows = b.rows;
-  S q[D::kNq], v[D::kNv], u[D::kNu], aq1[kRows * D::kNq], av1[kRows * D::kNv], aq0[kRows * D::kNq],
-      av0[kRows * D::kNv], au[kRows * D::kNu];
-  ParamAdjoint<S, D> ap[kRows];
+// What adj_pure_step reads of environment env: its input state and action, and each row's seed;
+// au and ap cleared.
+template <class S, class D>
+MOREAU_HD void load_adjoint(const ModelView<S, D>& m, const PureStep<S>& b, int env, S* q, S* v, S* u, S* aq1, S* av1,
+                            S* au, ParamAdjoint<S, D>* ap) {
+  const int n = b.n_env, nq = m.nq, nv = m.nv, nu = m.nu;
   load_env(m, b, env, q, v, u);
-  for (int r = 0; r < rows; ++r) {
+  for (int r = 0; r < b.rows; ++r) {
     for (int k = 0; k < nq; ++k) aq1[r * nq + k] = b.adj_q_out[(r * nq + k) * n + env];
     for (int k = 0; k < nv; ++k) av1[r * nv + k] = b.adj_v_out[(r * nv + k) * n + env];
     for (int k = 0; k < nu; ++k) au[r * nu + k] = 0;
     adj_clear(m, ap[r]);
   }
-  AdjWorkspace<S, D> aw;
-  // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
-  const int prior = b.accumulate ? b.status[env] : 0;
-  const int status = prior & kStatusFatal ? prior
-                                          : prior | adj_advance(m, cfg, p, env, q, v, u, rows, aq0, av0, au, ap, aq1,
-                                                                av1, tapes, n_tapes, aw);
+}
+// adj_pure_step's results for environment env (zero gradients where the status says it failed).
+template <class S, class D>
+MOREAU_HD void store_adjoint(const ModelView<S, D>& m, const PureStep<S>& b, int env, int status, const S* aq0,
+                             const S* av0, const S* au, const ParamAdjoint<S, D>* ap) {
+  const int n = b.n_env, nq = m.nq, nv = m.nv, nu = m.nu, rows = b.rows;
   b.status[env] = status;
   const bool ok = !(status & (kStatusFatal | kStatusNoGradient | kStatusNanGradient));
   for (int r = 0; r < rows; ++r) {
@@ -599,6 +612,26 @@ MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>&
     if (b.adj_contact_kn) out(b.adj_contact_kn, 1, 0, ap[r].contact.contact_kn);
     if (b.adj_smooth_k) out(b.adj_smooth_k, 1, 0, ap[r].contact.smooth_k);
   }
+}
+
+// Adjoint of pure_step for environment env: adj_q_in, adj_v_in, adj_action (and parameter
+// adjoints) from adj_q_out, adj_v_out, for each of b.rows ≤ kRows seeds (row r of a buffer of
+// width w at offset r w n_env); zero gradients and a status bit where it fails. tapes: n_tapes ≥ 1
+// of them (adj_advance).
+template <class S, class D, int kRows = 1>
+MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
+                             const PureStep<S>& b, int env, AdjTape<S, D>* tapes, int n_tapes) {
+  S q[D::kNq], v[D::kNv], u[D::kNu], aq1[kRows * D::kNq], av1[kRows * D::kNv], aq0[kRows * D::kNq],
+      av0[kRows * D::kNv], au[kRows * D::kNu];
+  ParamAdjoint<S, D> ap[kRows];
+  load_adjoint(m, b, env, q, v, u, aq1, av1, au, ap);
+  AdjWorkspace<S, D> aw;
+  // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
+  const int prior = b.accumulate ? b.status[env] : 0;
+  const int status = prior & kStatusFatal ? prior
+                                          : prior | adj_advance(m, cfg, p, env, q, v, u, b.rows, aq0, av0, au, ap,
+                                                                aq1, av1, tapes, n_tapes, aw);
+  store_adjoint(m, b, env, status, aq0, av0, au, ap);
 }
 
 // Environment `env` back to the default state: q = qpos0, v = 0, time 0, status 0, and an

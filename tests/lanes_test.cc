@@ -150,6 +150,70 @@ void expect_groups_match_the_scalar(double rel) {
 TEST(Lanes, AGroupStepsAsTheScalarKernelsDoFloat64) { expect_groups_match_the_scalar<double>(1e-9); }
 TEST(Lanes, AGroupStepsAsTheScalarKernelsDoFloat32) { expect_groups_match_the_scalar<float>(1e-4); }
 
+// The adjoint with the lanes' recompute (adj_pure_step_group) against adj_pure_step per
+// environment, for 1 and 3 seeds, every contact mode, with the NaN and the indefinite environment.
+template <class S, int kRows>
+void expect_group_adjoints_match_the_scalar(double rel) {
+  constexpr int W = kLanes<S>;
+  const int n = 2 * W + 3;
+  const Batch<S> b(n, 2, W + 1);
+  const int nq = b.m.nq, nv = b.m.nv, nu = b.m.nu;
+  std::mt19937 rng(17);
+  std::normal_distribution<double> n01;
+  std::vector<S> seed_q(static_cast<size_t>(kRows) * nq * n), seed_v(static_cast<size_t>(kRows) * nv * n);
+  for (auto& x : seed_q) x = static_cast<S>(n01(rng));
+  for (auto& x : seed_v) x = static_cast<S>(n01(rng));
+  for (int mode : {kern::kContactNone, kern::kContactHard, kern::kContactSoft, kern::kContactSmooth,
+                   kern::kContactHardSmoothGrad}) {
+    SCOPED_TRACE(mode);
+    const kern::ContactSettings<S> cfg{mode, 500, S(1e-6), 1, mode == kern::kContactSoft ? 4 : 1};
+    struct Out {
+      std::vector<S> q, v, u, kp, mass;
+      std::vector<int> status;
+    } out[2];
+    kern::PureStep<S> io[2];
+    for (int i = 0; i < 2; ++i) {
+      out[i] = {std::vector<S>(seed_q.size()), std::vector<S>(seed_v.size()),
+                std::vector<S>(static_cast<size_t>(kRows) * nu * n), std::vector<S>(static_cast<size_t>(kRows) * nu * n),
+                std::vector<S>(static_cast<size_t>(kRows) * n), std::vector<int>(n, 0)};
+      io[i] = b.pure(out[i].status.data(), nullptr, nullptr);
+      io[i].rows = kRows;
+      io[i].adj_q_out = seed_q.data();
+      io[i].adj_v_out = seed_v.data();
+      io[i].adj_q_in = out[i].q.data();
+      io[i].adj_v_in = out[i].v.data();
+      io[i].adj_action = out[i].u.data();
+      io[i].adj_kp = out[i].kp.data();
+      io[i].adj_added_base_mass = out[i].mass.data();
+    }
+    kern::with_dims(b.m, [&](const auto& md) {
+      using D = typename std::decay_t<decltype(md)>::Dims;
+      const kern::ModelView<kern::Pack<S, W>, D> mp{b.mp};
+      const int n_steps = md.decimation * cfg.substeps;
+      std::vector<kern::AdjTape<S, D>> tapes(static_cast<size_t>(W) * n_steps);
+      for (int e = 0; e < n; ++e) kern::adj_pure_step<S, D, kRows>(md, cfg, b.p, io[0], e, tapes.data(), n_steps);
+      for (int e0 = 0; e0 < n; e0 += W)
+        adj_pure_step_group<S, W, D, kRows>(md, mp, cfg, b.p, io[1], e0, std::min(W, n - e0), tapes.data());
+    });
+    EXPECT_EQ(out[0].status, out[1].status);
+    EXPECT_EQ(out[1].status[2], kern::kStatusNanState);
+    EXPECT_EQ(out[1].status[W + 1], kern::kStatusSingularMass);
+    for (auto field : {&Out::q, &Out::v, &Out::u, &Out::kp, &Out::mass}) {
+      const std::vector<double> a((out[0].*field).begin(), (out[0].*field).end());
+      const std::vector<double> c((out[1].*field).begin(), (out[1].*field).end());
+      EXPECT_TRUE(test::near_rel(a, c, rel, rel, "adjoint"));
+      const int width = static_cast<int>(a.size()) / (kRows * n);
+      for (int k = 0; k < kRows * width; ++k) EXPECT_EQ(c[static_cast<size_t>(k) * n + 2], 0.0);  // failed: zero
+    }
+  }
+}
+
+TEST(Lanes, AGroupsAdjointIsTheScalarsFloat64) {
+  expect_group_adjoints_match_the_scalar<double, 1>(1e-8);
+  expect_group_adjoints_match_the_scalar<double, 3>(1e-8);
+}
+TEST(Lanes, AGroupsAdjointIsTheScalarsFloat32) { expect_group_adjoints_match_the_scalar<float, 2>(1e-3); }
+
 // The same environment in a batch of one and as environment 5 of a batch of 16 whose others
 // differ (one of them NaN): the same bits, in float and double.
 TEST(Lanes, AnEnvironmentsNumbersDoNotDependOnItsGroup) {

@@ -88,9 +88,11 @@ struct SimulatorOptions {
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
   // CPU adjoint: physics steps whose intermediates it keeps (133 KB each in float64).
-  // 0 = every step of a control step, up to 64 (one recompute); fewer trade memory for
-  // time: blocks of this many steps, each recomputed from one of at most 16 checkpoints
-  // (docs/gradients.md). The CUDA backend keeps 1.
+  // 0 = every step of a control step, up to 64 (one recompute, for 8 environments at once in
+  // SIMD lanes in float32, 4 in float64: docs/cpu.md); k > 0: k per environment, each
+  // environment recomputed alone; fewer than the control step's trade memory for time: blocks
+  // of this many steps, each recomputed from one of at most 16 checkpoints (docs/gradients.md).
+  // The CUDA backend keeps 1.
   int adjoint_tapes = 0;
   ContactOptions contact;
 };
