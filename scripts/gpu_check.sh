@@ -7,8 +7,9 @@
 # tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the forward
 # and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
-# 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight Compute on one forward and
-# one adjoint launch. Each stage has a time limit;
+# 262,144 with 64, 128 and 256 threads per block (--cuda-block); with --prebuilt, the forward
+# benchmark built with __launch_bounds__(256, 4) beside the default one (stage bounds); Nsight
+# Compute on one forward and one adjoint launch. Each stage has a time limit;
 # a failing stage is reported and the next one still runs.
 # Sized to end within about 8 minutes there, so that it can run twice in one lease.
 #
@@ -128,6 +129,21 @@ stage blocks 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
 stage blocks-gradient 60 "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
+# the __launch_bounds__(256, 4) forward kernels (prebuilt only: scripts/gpu_prebuild.sh), beside the
+# default build, at the sizes that fill the chip
+bounds() {
+  local lb="$build/bench/moreau-bench-forward-lb4"
+  [ -x "$lb" ] || { echo "no $lb: scripts/gpu_prebuild.sh builds it"; return 1; }
+  for bin in "$build/bench/moreau-bench-forward" "$lb"; do
+    echo "== $bin"
+    "$bin" --device cuda --envs 262144,1048576 --contact none,hard --seconds 0.3 --trials 3 || return 1
+  done
+}
+if [ "$prebuilt" = 1 ]; then
+  stage bounds 60 bounds
+else
+  note "bounds      not run: the variant is built by scripts/gpu_prebuild.sh (--prebuilt)"
+fi
 # Nsight Compute on the first launch of the forward (262,144 environments) and of the adjoint
 # (131,072: the rollout of the memory figures comes first): speed of light, occupancy, memory
 # workload (is the kernel bound by its local memory traffic?). Passes when both were profiled.
