@@ -1,7 +1,7 @@
 // The CPU's lock-step groups (host/simd.h Pack, host/cpu_group.h): a Pack computes lane by lane
 // what the scalar computes; a group's control step equals the scalar kernels' per environment to
-// rounding (not bit for bit: the compiler's code for the scalar and the packed loops differ by a
-// few ulps), statuses included; and an environment's numbers do not depend on the other
+// rounding (not bit for bit: fused multiply-adds and GCC's auto-vectorisation of the scalar code,
+// docs/cpu.md), statuses included; and an environment's numbers do not depend on the other
 // environments of its group.
 #include <gtest/gtest.h>
 
