@@ -11,14 +11,18 @@ namespace {
 
 // No __launch_bounds__ by default: a thread holds at most 255 registers, so every block the
 // options allow (≤ kMaxCudaBlock = 256 threads, ≤ 65,280 registers) fits an SM's 65,536. Measured
-// with ptxas on sm_90 (bench/RESULTS.md): (256) caps the adjoint at 128 registers and spills;
-// (256, 1) raises the adjoint's registers 138 → 158 (fewer resident warps); without bounds nothing
-// spills. The forward kernels take (256, MOREAU_CUDA_FORWARD_MIN_BLOCKS) when the build sets it
-// (cuda/CMakeLists.txt: an experiment to time on a GPU).
+// with ptxas on sm_90 (bench/RESULTS.md): (256, 1) raised the adjoint's registers 138 → 158 (fewer
+// resident warps); without bounds nothing spills. The build may set (256, N) on the forward and on
+// the adjoint kernels (cuda/CMakeLists.txt: experiments to time on a GPU).
 #if MOREAU_CUDA_FORWARD_MIN_BLOCKS > 0
 #define MOREAU_FORWARD_BOUNDS __launch_bounds__(256, MOREAU_CUDA_FORWARD_MIN_BLOCKS)
 #else
 #define MOREAU_FORWARD_BOUNDS
+#endif
+#if MOREAU_CUDA_ADJOINT_MIN_BLOCKS > 0
+#define MOREAU_ADJOINT_BOUNDS __launch_bounds__(256, MOREAU_CUDA_ADJOINT_MIN_BLOCKS)
+#else
+#define MOREAU_ADJOINT_BOUNDS
 #endif
 template <class S, class D>
 __global__ void MOREAU_FORWARD_BOUNDS control_step_fwd_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
@@ -36,7 +40,7 @@ __global__ void MOREAU_FORWARD_BOUNDS pure_step_fwd_kernel(kern::ModelView<S, D>
 }
 
 template <class S, class D>
-__global__ void pure_step_adj_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
+__global__ void MOREAU_ADJOINT_BOUNDS pure_step_adj_kernel(kern::ModelView<S, D> m, kern::ContactSettings<S> cfg, kern::Params<S> p,
                                      kern::PureStep<S> io) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
   kern::AdjTape<S, D> tape;  // one: the physics steps are recomputed from checkpoints

@@ -7,8 +7,9 @@
 # tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the forward
 # and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
-# 262,144 with 64, 128 and 256 threads per block (--cuda-block); with --prebuilt, the forward
-# benchmark built with __launch_bounds__(256, 4) beside the default one (stage bounds); Nsight
+# 262,144 with 64, 128 and 256 threads per block (--cuda-block); with --prebuilt, both benchmarks
+# built with __launch_bounds__ (forward (256, 4), adjoint (256, 2)) beside the default ones
+# (stage bounds); Nsight
 # Compute on one forward and one adjoint launch. Each stage has a time limit;
 # a failing stage is reported and the next one still runs.
 # Sized to end within about 8 minutes there, so that it can run twice in one lease.
@@ -129,18 +130,22 @@ stage blocks 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
 stage blocks-gradient 60 "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
-# the __launch_bounds__(256, 4) forward kernels (prebuilt only: scripts/gpu_prebuild.sh), beside the
-# default build, at the sizes that fill the chip
+# the __launch_bounds__ variants (prebuilt only: scripts/gpu_prebuild.sh): forward kernels (256, 4),
+# adjoint (256, 2), beside the default build, at the sizes that fill the chip
 bounds() {
-  local lb="$build/bench/moreau-bench-forward-lb4"
-  [ -x "$lb" ] || { echo "no $lb: scripts/gpu_prebuild.sh builds it"; return 1; }
-  for bin in "$build/bench/moreau-bench-forward" "$lb"; do
+  local suffix bin
+  for suffix in "" -bounds; do
+    bin="$build/bench/moreau-bench-forward$suffix"
+    [ -x "$bin" ] || { echo "no $bin: scripts/gpu_prebuild.sh builds it"; return 1; }
     echo "== $bin"
     "$bin" --device cuda --envs 262144,1048576 --contact none,hard --seconds 0.3 --trials 3 || return 1
+    bin="$build/bench/moreau-bench-gradient$suffix"
+    echo "== $bin"
+    "$bin" --device cuda --envs 262144 --contact hard --seconds 0.3 --trials 3 --memory-envs 4096 || return 1
   done
 }
 if [ "$prebuilt" = 1 ]; then
-  stage bounds 60 bounds
+  stage bounds 100 bounds
 else
   note "bounds      not run: the variant is built by scripts/gpu_prebuild.sh (--prebuilt)"
 fi

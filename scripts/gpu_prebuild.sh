@@ -17,19 +17,22 @@ bins=(moreau-demo bench/moreau-bench-forward bench/moreau-bench-gradient tests/s
 targets=()
 for b in "${bins[@]}"; do targets+=("$(basename "$b")"); done
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
-# the __launch_bounds__ experiment (cuda/CMakeLists.txt): the forward benchmark again with
-# MOREAU_CUDA_FORWARD_MIN_BLOCKS=4, run by gpu_check.sh's stage `bounds`
-cmake -S . -B "$build-lb4" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOREAU_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+# the __launch_bounds__ experiments (cuda/CMakeLists.txt): both benchmarks again with
+# MOREAU_CUDA_FORWARD_MIN_BLOCKS=4 and MOREAU_CUDA_ADJOINT_MIN_BLOCKS=2, run by gpu_check.sh's
+# stage `bounds` beside the default build
+cmake -S . -B "$build-bounds" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOREAU_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DMOREAU_TESTS=OFF -DMOREAU_BENCH=ON -DMOREAU_PYTHON=OFF -DMOREAU_MUJOCO4_DIR= \
-  -DMOREAU_CUDA_FORWARD_MIN_BLOCKS=4 >/dev/null
-cmake --build "$build-lb4" -j "$(nproc)" --target moreau-bench-forward
+  -DMOREAU_CUDA_FORWARD_MIN_BLOCKS=4 -DMOREAU_CUDA_ADJOINT_MIN_BLOCKS=2 >/dev/null
+cmake --build "$build-bounds" -j "$(nproc)" --target moreau-bench-forward moreau-bench-gradient
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for b in "${bins[@]}"; do
   mkdir -p "$stage/$(dirname "$b")"
   strip -o "$stage/$b" "$build/$b"
 done
-strip -o "$stage/bench/moreau-bench-forward-lb4" "$build-lb4/bench/moreau-bench-forward"
+for b in forward gradient; do
+  strip -o "$stage/bench/moreau-bench-$b-bounds" "$build-bounds/bench/moreau-bench-$b"
+done
 cp "$build/CMakeCache.txt" "$stage/"
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- CMakeLists.txt cuda host kernels include tests bench/*.cc bench/*.h bench/CMakeLists.txt || echo '+changes'), built $(date -u +%FT%TZ) on $(hostname)" \
   >"$stage/BUILT_FROM"
