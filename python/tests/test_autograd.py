@@ -203,14 +203,18 @@ def test_transition_jacobians_reject_bad_inputs(gen):
 
 
 def test_fewer_adjoint_tapes_give_the_same_gradient(gen):
-    """adjoint_tapes=1 recomputes the control step's physics steps from checkpoints: same bits."""
-    sims = [anymal("hard", adjoint_tapes=k, **TIGHT) for k in (0, 1)]
+    """adjoint_tapes=1 recomputes the control step's physics steps from checkpoints, and a count
+    above the physics steps keeps every step's tape: both per environment with the scalar
+    kernels, so the same bits. The automatic tapes (0) recompute in SIMD lanes, whose arithmetic
+    differs by rounding (docs/cpu.md), so they agree to rounding."""
+    sims = {k: anymal("hard", adjoint_tapes=k, **TIGHT) for k in (0, 1, 1000)}
     q, v, a = airborne_anymal(sims[0], gen)
-    grads = []
-    for sim in sims:
+    grads = {}
+    for k, sim in sims.items():
         vv = v.clone().requires_grad_()
         q1, v1 = mt.step(sim, q, vv, a)
         (q1.sum() + (v1 ** 2).sum()).backward()
-        grads.append(vv.grad)
-    assert torch.equal(grads[0], grads[1])
-    assert grads[0].abs().max() > 0
+        grads[k] = vv.grad
+    assert grads[1000].abs().max() > 0
+    assert torch.equal(grads[1], grads[1000])
+    torch.testing.assert_close(grads[0], grads[1000], rtol=1e-10, atol=1e-10 * grads[1000].abs().max().item())
