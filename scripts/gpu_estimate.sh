@@ -6,12 +6,14 @@
 # -march), float32, the CUDA backend's adjoint schedule (one tape).
 #
 #   bash scripts/gpu_estimate.sh [build-dir]   # default build/estimate; MOREAU_JOBS=N limits the build
+#   MOREAU_ESTIMATE_FLAGS=-mfma bash scripts/gpu_estimate.sh build/estimate-fma
+#                                              # with fused multiply-adds, as SASS has (a closer proxy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/estimate}
 mkdir -p "$build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOREAU_CUDA=OFF -DMOREAU_TESTS=OFF \
-  -DMOREAU_BENCH=OFF -DMOREAU_CPU_ARCH=OFF -DCMAKE_CXX_FLAGS=-g > "$build/configure.log"
+  -DMOREAU_BENCH=OFF -DMOREAU_CPU_ARCH=OFF "-DCMAKE_CXX_FLAGS=-g ${MOREAU_ESTIMATE_FLAGS:-}" > "$build/configure.log"
 ninja -C "$build" ${MOREAU_JOBS:+-j "$MOREAU_JOBS"} moreau-step-count > "$build/build.log"
 steps=20
 printf "%-17s %-8s %10s %10s %10s\n" contact phase Ir/step Dr/step Dw/step
