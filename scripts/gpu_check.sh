@@ -4,12 +4,12 @@
 # Unpacks the packages of scripts/gpu_bundle.sh (carried in .gpu/) under /opt/moreau-deps,
 # configures with nvcc named explicitly and stops unless the CUDA backend is on, builds only
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
-# tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the forward
+# tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; with
+# --prebuilt, both benchmarks built with __launch_bounds__ (forward (256, 4), adjoint (256, 2))
+# beside the default ones (stage bounds); the forward
 # and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
-# 262,144 with 64, 128 and 256 threads per block (--cuda-block); with --prebuilt, both benchmarks
-# built with __launch_bounds__ (forward (256, 4), adjoint (256, 2)) beside the default ones
-# (stage bounds); Nsight
+# 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight
 # Compute on one forward and one adjoint launch. Each stage has a time limit;
 # a failing stage is reported and the next one still runs.
 # Sized to end within about 8 minutes there, so that it can run twice in one lease.
@@ -106,6 +106,29 @@ if grep -q "\[  SKIPPED \]" "$logs/cuda-tests.log"; then
   failed=$((failed + 1))
 fi
 stage demo 40 "$build/moreau-demo" --device cuda
+# the __launch_bounds__ variants (prebuilt only: scripts/gpu_prebuild.sh): forward kernels (256, 4),
+# adjoint (256, 2), beside the default build, at the sizes that fill the chip; before the long
+# stages, so that a lease cut short still times them
+bounds() {  # every run, even after one whose targets FAIL (exit 1): the variants are compared, not judged
+  local suffix bin rc=0 r each=$(($1 / 4))
+  for suffix in "" -bounds; do
+    bin="$build/bench/moreau-bench-forward$suffix"
+    [ -x "$bin" ] || { echo "no $bin: scripts/gpu_prebuild.sh builds it"; return 2; }
+    echo "== $bin"
+    timeout -k 5 "$each" "$bin" --device cuda --envs 262144,1048576 --contact none,hard --seconds 0.3 --trials 3 ||
+      { r=$?; [ "$r" -gt "$rc" ] && rc=$r; }
+    bin="$build/bench/moreau-bench-gradient$suffix"
+    echo "== $bin"
+    timeout -k 5 "$each" "$bin" --device cuda --envs 262144 --contact hard --seconds 0.3 --trials 3 \
+      --memory-envs 4096 || { r=$?; [ "$r" -gt "$rc" ] && rc=$r; }
+  done
+  return "$rc"
+}
+if [ "$prebuilt" = 1 ]; then
+  stage bounds 100 bounds
+else
+  note "bounds      not run: the variant is built by scripts/gpu_prebuild.sh (--prebuilt)"
+fi
 envs=16384,262144,1048576
 stage forward 150 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard,smooth \
   --json-out "$logs/forward.json"
@@ -130,25 +153,6 @@ stage blocks 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --json-out "$logs/blocks_forward.json"
 stage blocks-gradient 60 "$build/bench/moreau-bench-gradient" --device cuda --envs 262144 --contact hard \
   --cuda-block 64,128,256 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/blocks_gradient.json"
-# the __launch_bounds__ variants (prebuilt only: scripts/gpu_prebuild.sh): forward kernels (256, 4),
-# adjoint (256, 2), beside the default build, at the sizes that fill the chip
-bounds() {
-  local suffix bin
-  for suffix in "" -bounds; do
-    bin="$build/bench/moreau-bench-forward$suffix"
-    [ -x "$bin" ] || { echo "no $bin: scripts/gpu_prebuild.sh builds it"; return 1; }
-    echo "== $bin"
-    "$bin" --device cuda --envs 262144,1048576 --contact none,hard --seconds 0.3 --trials 3 || return 1
-    bin="$build/bench/moreau-bench-gradient$suffix"
-    echo "== $bin"
-    "$bin" --device cuda --envs 262144 --contact hard --seconds 0.3 --trials 3 --memory-envs 4096 || return 1
-  done
-}
-if [ "$prebuilt" = 1 ]; then
-  stage bounds 100 bounds
-else
-  note "bounds      not run: the variant is built by scripts/gpu_prebuild.sh (--prebuilt)"
-fi
 # Nsight Compute on the first launch of the forward (262,144 environments) and of the adjoint
 # (131,072: the rollout of the memory figures comes first): speed of light, occupancy, memory
 # workload (is the kernel bound by its local memory traffic?). Passes when both were profiled.
