@@ -1,0 +1,130 @@
+"""The contact solve where feet slide: its sweeps and the step's time on ANYmal C.
+
+    python3 bench/contact_solver.py [--contact hard,smooth] [--envs 256] [--repeats 5]
+                                    [--policy results/shac_walk/policy.pt] [--json-out PATH]
+
+moreau-bench-forward times a standing robot, whose four feet stick: the block Gauss-Seidel
+solve then takes about 4 sweeps. This benchmark times state sets where feet slide, lift and
+land, each a list of batches of (q, v, action, friction, added base mass):
+
+- standing: 1 s after the default pose, every environment the same;
+- perturbed: standing, then v + N(0, 0.5²) and action + N(0, 0.3²) per environment (seeded);
+- walking: the states along the shipped SHAC policy's trot (``--policy``) under hard contact,
+  moreau.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
+  control step of 4 s.
+
+For each set and contact mode it reports the solve's sweeps per control step (the largest over
+its physics steps, ``Simulator.solver_iterations``): mean, median, 99th percentile, max and how
+many reached the cap; the mean over groups of 32 environments of their largest count (a CUDA
+warp runs as long as its slowest thread); and the stateful step's time per physics step (one
+simulator thread, the median over ``--repeats`` passes over the set).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import torch
+
+import moreau
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def standing(envs: int):
+    sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=envs, contact="hard", n_threads=1)
+    sim.step(int(round(1.0 / (sim.model.timestep * sim.model.decimation))))
+    return sim.q.clone(), sim.v.clone(), sim.action.clone()
+
+
+def perturbed(envs: int, seed: int = 0):
+    q, v, a = standing(envs)
+    g = torch.Generator().manual_seed(seed)
+    return [(q, v + 0.5 * torch.randn(v.shape, generator=g, dtype=v.dtype),
+             a + 0.3 * torch.randn(a.shape, generator=g, dtype=a.dtype), None, None)]
+
+
+def walking(envs: int, policy_path: str, seconds: float = 4.0, every: int = 5):
+    from moreau.evaluate import eval_env, load_checkpoint
+    policy = load_checkpoint(policy_path)
+    env = eval_env(policy.meta["env"], "locomotion", envs, "hard", seed=1)
+    obs = env.reset()
+    batches = []
+    with torch.no_grad():
+        for t in range(int(round(seconds / env.dt))):
+            act = policy(obs)
+            if t % every == 0:
+                a = act.to(dtype=env.dtype).clamp(-env.cfg.clip_actions, env.cfg.clip_actions)
+                batches.append((env.q.clone(), env.v.clone(), env.targets(a).clone(), env.friction.clone(),
+                                env.added_base_mass.clone()))
+            obs = env.step(act)[0]
+    return batches
+
+
+def run(batches, envs: int, contact: str, repeats: int):
+    sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=envs, contact=contact, n_threads=1)
+    physics = envs * sim.model.decimation * sim.substeps
+    passes, sweeps = [], []
+    for r in range(repeats + 1):  # the first pass warms up
+        spent = 0.0
+        for q, v, a, friction, added in batches:
+            sim.set_state(q, v)
+            sim.action.copy_(a)
+            if friction is not None:
+                sim.set_param("friction", friction.reshape(-1, 1))
+                sim.set_param("added_base_mass", added.reshape(-1, 1))
+            t0 = time.perf_counter()
+            sim.step(1)
+            spent += time.perf_counter() - t0
+            if r == 0:
+                sweeps.append(sim.solver_iterations.clone().reshape(-1).float())
+        if r > 0:
+            passes.append(1e9 * spent / (len(batches) * physics))
+    it = torch.cat(sweeps)
+    cap = sim.options.contact.max_iterations
+    return {"solves": it.numel(), "sweeps_mean": it.mean().item(), "sweeps_median": it.median().item(),
+            "sweeps_p99": it.quantile(0.99).item(), "sweeps_max": it.max().item(),
+            "at_cap": int((it >= cap).sum()), "warp32_max_mean": it.reshape(-1, 32).max(1).values.mean().item(),
+            "ns_per_physics_step": sorted(passes)[len(passes) // 2], "ns_trials": passes}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--contact", default="hard,smooth")
+    p.add_argument("--envs", type=int, default=256, help="a multiple of 32")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--policy", default=os.path.join(ROOT, "results", "shac_walk", "policy.pt"),
+                   help="'none': no walking set")
+    p.add_argument("--json-out", default=None)
+    a = p.parse_args(argv)
+    if a.envs % 32:
+        raise SystemExit("contact_solver.py: --envs must be a multiple of 32")
+    torch.set_num_threads(1)
+    q, v, act = standing(a.envs)
+    sets = {"standing": [(q, v, act, None, None)], "perturbed": perturbed(a.envs)}
+    if a.policy != "none":
+        sets["walking"] = walking(a.envs, a.policy)
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} CPUs  "
+          f"load {os.getloadavg()[0]:.1f}  moreau {moreau.__file__}")
+    print(f"{'contact':8s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "
+          f"{'at cap':>6s} {'warp max':>8s} {'ns/step':>8s}")
+    rows = []
+    for contact in a.contact.split(","):
+        for name, batches in sets.items():
+            r = run(batches, a.envs, contact, a.repeats)
+            r.update(contact=contact, states=name, envs=a.envs)
+            rows.append(r)
+            print(f"{contact:8s} {name:10s} {r['solves']:7d} {r['sweeps_mean']:6.2f} {r['sweeps_median']:6.0f} "
+                  f"{r['sweeps_p99']:5.0f} {r['sweeps_max']:5.0f} {r['at_cap']:6d} {r['warp32_max_mean']:8.1f} "
+                  f"{r['ns_per_physics_step']:8.0f}", flush=True)
+    if a.json_out:
+        with open(a.json_out, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
