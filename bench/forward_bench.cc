@@ -6,7 +6,7 @@
 //
 //   moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]
 //                        [--trials N] [--device cpu|cuda|all] [--json-out FILE]
-//                        [--contact none|hard|soft|smooth|hard_smooth_grad|all]
+//                        [--contact none|hard|soft|smooth|hard_smooth_grad|all] [--kick]
 //
 // One environment-step is one PHYSICS step of one environment (a control step is
 // `decimation` of them; soft contact's automatic substeps are inside it). Each figure is the
@@ -18,11 +18,16 @@
 // held at the default pose by the PD servos, from a state settled for 1 s (untimed).
 // Every 2 s of simulated time the state is reset, untimed, in moreau and MuJoCo alike (to the
 // default state, or to the settled standing state with contact).
+// --kick: the table's rows (not the MuJoCo comparison) start every environment, at every
+// reset, from the settled state with its velocity kicked by N(0, 0.5²) per coordinate (seeded
+// per environment): feet slide and lift, as along a gait, where the standing robot's contact
+// solve is at its easiest (docs/contact.md, "Sliding feet"; bench/contact_solver.py).
 // Exit status: 0; 1 when a measured target fails or an environment froze (non-zero status);
 // 2 on bad arguments or an error.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -68,14 +73,16 @@ void usage() {
       "             simulators stand the robot on a ground plane\n"
       "  --mujoco-peer  PATH|none: the second MuJoCo, run between the comparison's trials (default\n"
       "             moreau-mujoco-peer, MuJoCo's current release, when built)\n"
-      "  --cuda-block  CUDA threads per block, one row each (default 128; multiples of 32 up to 256)");
+      "  --cuda-block  CUDA threads per block, one row each (default 128; multiples of 32 up to 256)\n"
+      "  --kick     the table's rows start from the settled state with velocities + N(0, 0.5^2)\n"
+      "             (feet sliding); the MuJoCo comparison stays standing");
 }
 
 // moreau: one call = one control step of every environment. With contact, every reset puts
 // all environments into the settled standing state.
 class MoreauRunner {
  public:
-  MoreauRunner(const moreau::Model& model, const moreau::SimulatorOptions& opt)
+  MoreauRunner(const moreau::Model& model, const moreau::SimulatorOptions& opt, bool kick = false)
       : sim_(model, opt), settled_(settled_state(model, opt.contact.mode)) {
     if (!settled_.q.empty()) {
       const int n = opt.n_env;
@@ -84,6 +91,10 @@ class MoreauRunner {
       for (int e = 0; e < n; ++e) {
         std::copy(settled_.q.begin(), settled_.q.end(), q_.begin() + static_cast<size_t>(e) * model.nq);
         std::copy(settled_.v.begin(), settled_.v.end(), v_.begin() + static_cast<size_t>(e) * model.nv);
+        if (!kick) continue;
+        std::mt19937 rng(static_cast<unsigned>(e));  // the same kick for an environment in every batch size
+        std::normal_distribution<double> kick_v(0.0, 0.5);
+        for (int k = 0; k < model.nv; ++k) v_[static_cast<size_t>(e) * model.nv + k] += kick_v(rng);
       }
     }
   }
@@ -95,11 +106,13 @@ class MoreauRunner {
   void step() { sim_.step(1); }
   void sync() { sim_.synchronize(); }
   double env_steps_per_call() const { return static_cast<double>(sim_.n_env()) * sim_.model().decimation; }
-  // Environments frozen by a non-zero status: they skip the physics and would inflate the rate.
+  // Environments frozen by a fatal status: they skip the physics and would inflate the rate.
+  // (A warning, such as a solve that hit its sweep cap, does not stop an environment.)
   int frozen() const {
     std::vector<int32_t> status(sim_.n_env());
     sim_.get_status(status.data(), sim_.n_env());
-    return static_cast<int>(std::count_if(status.begin(), status.end(), [](int32_t s) { return s != 0; }));
+    return static_cast<int>(
+        std::count_if(status.begin(), status.end(), [](int32_t s) { return (s & moreau::kStatusFatal) != 0; }));
   }
   // Largest contact-solver sweep count of the last control step over the environments
   // (CPU buffers only; -1 otherwise).
@@ -118,6 +131,7 @@ class MoreauRunner {
 
 struct Row {
   std::string contact, device, dtype;
+  bool kicked = false;
   int threads = 0;  // CPU: threads; CUDA: threads per block
   int n_env = 0;
   std::vector<double> rates;  // env-steps/s of each trial
@@ -135,9 +149,11 @@ std::vector<double> run_trials(Runner& r, const Options& o, int per_reset) {
   return rates;
 }
 
-Row bench_moreau(const moreau::Model& model, const moreau::SimulatorOptions& so, const Options& o, int per_reset) {
-  MoreauRunner r(model, so);
+Row bench_moreau(const moreau::Model& model, const moreau::SimulatorOptions& so, const Options& o, int per_reset,
+                 bool kick) {
+  MoreauRunner r(model, so, kick);
   Row row{moreau::contact_mode_name(so.contact.mode), moreau::device_name(so.device), moreau::dtype_name(so.dtype),
+          kick && so.contact.mode != ContactMode::None,
           so.device == moreau::Device::CUDA ? cuda_block_of(so) : so.n_threads, so.n_env, {}, 0};
   row.rates = run_trials(r, o, per_reset);
   row.frozen = r.frozen();
@@ -186,7 +202,7 @@ Comparison compare_with_mujoco(const moreau::Model& model, ContactMode mode, con
 }
 
 json row_json(const Row& r) {
-  json j = {{"contact", r.contact}, {"device", r.device}, {"dtype", r.dtype}, {"n_env", r.n_env},
+  json j = {{"contact", r.contact}, {"kicked", r.kicked}, {"device", r.device}, {"dtype", r.dtype}, {"n_env", r.n_env},
             {"env_steps_per_s", r.rate()}, {"ns_per_env_step", 1e9 / r.rate()},
             {"trials_env_steps_per_s", r.rates}, {"frozen_envs", r.frozen}};
   if (r.iterations >= 0) j["solver_iterations_max"] = r.iterations;
@@ -204,7 +220,8 @@ void print_row(const Row& r) {
   const std::string threads = std::to_string(r.threads) + (r.device == "cpu" ? "" : "/blk");
   const std::string note = r.frozen ? " (" + std::to_string(r.frozen) + " envs frozen!)" : "";
   const std::string its = r.iterations >= 0 ? std::to_string(r.iterations) : "-";
-  std::printf("%-16s %-5s %-8s %7s %7d %14.4g %12.1f %6.0f%% %6s%s\n", r.contact.c_str(), r.device.c_str(),
+  const std::string contact = r.contact + (r.kicked ? " kicked" : "");
+  std::printf("%-16s %-5s %-8s %7s %7d %14.4g %12.1f %6.0f%% %6s%s\n", contact.c_str(), r.device.c_str(),
               r.dtype.c_str(), threads.c_str(), r.n_env, r.rate(), 1e9 / r.rate(), 100 * r.spread(), its.c_str(),
               note.c_str());
 }
@@ -213,10 +230,15 @@ void print_row(const Row& r) {
 
 int main(int argc, char** argv) {
   Options o;
+  bool kick = false;
   const std::string command = command_line(argc, argv);
   try {
     for (int i = 1; i < argc; ++i) {
       if (parse_common_option(argc, argv, i, o)) continue;
+      if (std::string(argv[i]) == "--kick") {
+        kick = true;
+        continue;
+      }
       const std::string a = argv[i];
       usage();
       return a == "--help" || a == "-h" ? 0 : 2;
@@ -246,7 +268,7 @@ int main(int argc, char** argv) {
             so.dtype = dt;
             so.n_threads = o.threads;
             so.contact.mode = mode;
-            rows.push_back(bench_moreau(model, so, o, per_reset));
+            rows.push_back(bench_moreau(model, so, o, per_reset, kick));
             print_row(rows.back());
           }
         }
@@ -259,7 +281,7 @@ int main(int argc, char** argv) {
             so.device = moreau::Device::CUDA;
             so.cuda_block = block;
             so.contact.mode = mode;
-            rows.push_back(bench_moreau(model, so, o, per_reset));
+            rows.push_back(bench_moreau(model, so, o, per_reset, kick));
             print_row(rows.back());
           }
       }

@@ -6,7 +6,7 @@
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
 # tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; with
 # --prebuilt, both benchmarks built with __launch_bounds__ (forward (256, 4), adjoint (256, 2))
-# beside the default ones (stage bounds); the forward
+# beside the default ones (stage bounds); the forward of kicked robots (stage kicked); the forward
 # and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
 # 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight
@@ -129,6 +129,10 @@ if [ "$prebuilt" = 1 ]; then
 else
   note "bounds      not run: the variant is built by scripts/gpu_prebuild.sh (--prebuilt)"
 fi
+# kicked robots (feet sliding: docs/contact.md, "Sliding feet"), where a warp waits for its
+# slowest environment's contact solve; the standing rows below are the solve's easiest case
+stage kicked 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 --contact hard,smooth --kick \
+  --seconds 0.3 --trials 3 --json-out "$logs/kicked.json"
 envs=16384,262144,1048576
 stage forward 150 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard,smooth \
   --json-out "$logs/forward.json"
