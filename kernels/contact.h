@@ -321,17 +321,42 @@ MOREAU_HD void axpy(S s, const S* x, S* y, int n) {
   for (int r = 0; r < n; ++r) y[r] += s * x[r];
 }
 
+// Contact i's exact local solve where the sticking step left the cone. With G = G_ii (symmetric,
+// row stride nr) and a = γ − G P the velocity without contact i's impulse, γ' = a + G P':
+//  - no push (a_n ≥ 0; with `fixed_normal`, a given P_n = 0): P' = 0 (γ'_n = a_n ≥ 0);
+//  - no friction (μ = 0): P' = (−a_n/G_nn, 0, 0), or (P_n, 0, 0) with a given P_n;
+//  - else sliding: P' = (P_n, μ P_n u), u a unit tangent, with γ'_n = 0 (P_n = −a_n/den,
+//    den = G_nn + μ G_nt·u; or given) and γ'_t = −λ u, λ ≥ 0 (maximal dissipation). Newton on u's
+//    angle θ for f(θ) = γ'_t·u⊥ = 0:
+//      f' = (dγ'_t/dθ)·u⊥ − γ'_t·u,  dγ'_t/dθ = P_n' (G_tn + μ G_tt u) + μ P_n G_tt u⊥,
+//      P_n' = −P_n μ G_nt·u⊥ / den,
+//    each step rotating u to normalise(u + δ u⊥), δ = −f/f' (a rotation by atan δ, so still
+//    quadratic), from P's tangent direction or else the sticking step's (st1, st2), until
+//    |δ| ≤ 1e-7 or kSlideNewton steps.
+// False (out untouched) where the sliding impulse would pull (den ≤ 0) or the result is not a
+// sliding impulse to 1e-3 rad: the caller then takes projected steps.
 constexpr int kSlideNewton = 12;
-// slide_solve's Newton iteration (below) from the tangent direction (u1, u2), for a the velocity
-// without the impulse and pn the given normal impulse (with fixed_normal).
 template <class S>
-MOREAU_HD bool slide_newton(const S* G, int nr, const S* a, S mu, bool fixed_normal, S pn, S u1, S u2, S* out) {
+MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu, bool fixed_normal, S st1, S st2,
+                           S* out) {
   const S gnn = G[0], gn1 = G[1], gn2 = G[2], g11 = G[nr + 1], g12 = G[nr + 2], g22 = G[2 * nr + 2];
+  const S a0 = gamma[0] - (gnn * P[0] + gn1 * P[1] + gn2 * P[2]);
+  const S a1 = gamma[1] - (gn1 * P[0] + g11 * P[1] + g12 * P[2]);
+  const S a2 = gamma[2] - (gn2 * P[0] + g12 * P[1] + g22 * P[2]);
+  const bool push = fixed_normal ? P[0] > 0 : a0 < 0;
+  if (!push || !(mu > 0)) {
+    if (push && !fixed_normal && !(gnn > 0)) return false;
+    out[0] = fixed_normal ? P[0] : push ? -a0 / gnn : S(0);
+    out[1] = out[2] = 0;
+    return true;
+  }
+  const bool has_dir = P[1] * P[1] + P[2] * P[2] > 0;
+  S u1 = has_dir ? P[1] : st1, u2 = has_dir ? P[2] : st2;
   S norm = msqrt(u1 * u1 + u2 * u2);
   if (!(norm > 0)) return false;
   u1 /= norm;
   u2 /= norm;
-  S c1 = 0, c2 = 0, f = 0;  // c: γ'_t
+  S pn = P[0], c1 = 0, c2 = 0, f = 0;  // c: γ'_t
   bool done = false;
   for (int k = 0;; ++k) {
     const S w1 = -u2, w2 = u1;  // u⊥
@@ -339,12 +364,12 @@ MOREAU_HD bool slide_newton(const S* G, int nr, const S* a, S mu, bool fixed_nor
     if (!fixed_normal) {
       const S den = gnn + mu * (gn1 * u1 + gn2 * u2);
       if (!(den > 0)) return false;
-      pn = -a[0] / den;
+      pn = -a0 / den;
       dpn = -pn * mu * (gn1 * w1 + gn2 * w2) / den;
     }
     const S e1 = gn1 + mu * (g11 * u1 + g12 * u2), e2 = gn2 + mu * (g12 * u1 + g22 * u2);  // G_tn + μ G_tt u
-    c1 = a[1] + pn * e1;
-    c2 = a[2] + pn * e2;
+    c1 = a1 + pn * e1;
+    c2 = a2 + pn * e2;
     f = c1 * w1 + c2 * w2;
     if (done || k == kSlideNewton) break;
     const S d1 = dpn * e1 + pn * mu * (g11 * w1 + g12 * w2), d2 = dpn * e2 + pn * mu * (g12 * w1 + g22 * w2);
@@ -367,47 +392,6 @@ MOREAU_HD bool slide_newton(const S* G, int nr, const S* a, S mu, bool fixed_nor
   return true;
 }
 
-// Contact i's exact local solve where the sticking step left the cone. With G = G_ii (symmetric,
-// row stride nr) and a = γ − G P the velocity without contact i's impulse, γ' = a + G P':
-//  - no push (a_n ≥ 0; with `fixed_normal`, a given P_n = 0): P' = 0 (γ'_n = a_n ≥ 0);
-//  - no friction (μ = 0): P' = (−a_n/G_nn, 0, 0), or (P_n, 0, 0) with a given P_n;
-//  - else sliding: P' = (P_n, μ P_n u), u a unit tangent, with γ'_n = 0 (P_n = −a_n/den,
-//    den = G_nn + μ G_nt·u; or given) and γ'_t = −λ u, λ ≥ 0 (maximal dissipation). Newton on u's
-//    angle θ for f(θ) = γ'_t·u⊥ = 0:
-//      f' = (dγ'_t/dθ)·u⊥ − γ'_t·u,  dγ'_t/dθ = P_n' (G_tn + μ G_tt u) + μ P_n G_tt u⊥,
-//      P_n' = −P_n μ G_nt·u⊥ / den,
-//    each step rotating u to normalise(u + δ u⊥), δ = −f/f' (a rotation by atan δ, so still
-//    quadratic), until |δ| ≤ 1e-7 or kSlideNewton steps. It starts from P's tangent direction
-//    or else the sticking step's (st1, st2), and once more, if that fails, against the slip
-//    without friction.
-// False (out untouched) where the sliding impulse would pull (den ≤ 0) or the result is not a
-// sliding impulse to 1e-3 rad: the caller then takes projected steps.
-template <class S>
-MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu, bool fixed_normal, S st1, S st2,
-                           S* out) {
-  const S gnn = G[0], gn1 = G[1], gn2 = G[2], g11 = G[nr + 1], g12 = G[nr + 2], g22 = G[2 * nr + 2];
-  const S a[3] = {gamma[0] - (gnn * P[0] + gn1 * P[1] + gn2 * P[2]),
-                  gamma[1] - (gn1 * P[0] + g11 * P[1] + g12 * P[2]),
-                  gamma[2] - (gn2 * P[0] + g12 * P[1] + g22 * P[2])};
-  const bool push = fixed_normal ? P[0] > 0 : a[0] < 0;
-  if (!push || !(mu > 0)) {
-    if (push && !fixed_normal && !(gnn > 0)) return false;
-    out[0] = !push ? (fixed_normal ? P[0] : S(0)) : fixed_normal ? P[0] : -a[0] / gnn;
-    out[1] = out[2] = 0;
-    return true;
-  }
-  // from P's direction where it has one, else the sticking step's; then against the slip
-  // without friction (a_t + G_tn P_n, P_n from the frictionless normal solve)
-  const bool has_dir = P[1] * P[1] + P[2] * P[2] > 0;
-  const S pn0 = fixed_normal ? P[0] : -a[0] / gnn;
-  for (int start = 0; start < 2; ++start) {
-    const S u1 = start ? -(a[1] + gn1 * pn0) : has_dir ? P[1] : st1;
-    const S u2 = start ? -(a[2] + gn2 * pn0) : has_dir ? P[2] : st2;
-    if (slide_newton(G, nr, a, mu, fixed_normal, P[0], u1, u2, out)) return true;
-  }
-  return false;
-}
-
 // Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact), for
 // a symmetric G (the Delassus matrix; its gradient is then the symmetric part of adj_pgs_solve's
 // Ḡ). For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
@@ -424,10 +408,9 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // A fixed point satisfies Signorini–Coulomb with maximal dissipation whichever step produced it
 // (step 1: γ_i = 0 inside the cone; step 2: the local law itself; step 3: the prox fixed point),
 // the same fixed point as the diagonal PGS P_i ← prox(P_i − diag(1/G_nn, r_t, r_t) γ_i) of the
-// seed. That one needed ~170
-// sweeps for a standing quadruped (the normal and tangential rows of an articulated foot are
-// strongly coupled inside G_ii) and could cycle for good (a foot alternating between two
-// impulses); this one needs ~5 (docs/contact.md gives the figures). With step 3 alone for a
+// seed. That one needed ~170 sweeps for a standing quadruped (the normal and tangential rows of
+// an articulated foot are strongly coupled inside G_ii) and could cycle for good (a foot
+// alternating between two impulses); this one needs ~5 (docs/contact.md gives the figures). With step 3 alone for a
 // sliding contact (before step 2), sweeps grew with the slip: on ANYmal C's trot 5.4 on average
 // and 49 at the 99th percentile, 4.0 and 4 with step 2 (bench/contact_solver.py). Cold start:
 // the solve is a function of the current problem only.
