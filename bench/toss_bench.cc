@@ -9,7 +9,7 @@
 // direct stiffness and damping) on a 0.1 m box geom, condim 3, μ = 1; moreau's penalty model at
 // the converted k_n = m k / 4, k_d = (m / 2)√k per corner with cube_data.substeps' substeps
 // (ceil(h √(4 k_n / m) / 0.05)); and moreau's hard contact beside them. Initial states: the
-// reference toss of SCIENCE.md with U(±0.1) on position, velocity and angular velocity and a
+// reference toss of docs/studies.md (Study A) with U(±0.1) on position, velocity and angular velocity and a
 // U(±1 rad) rotation about a random axis, redrawn while a corner is below the ground
 // (std::mt19937_64, seed 0: the distribution of cube_data.initial_states, not its numbers).
 // Prints a table and one line "JSON {...}". Exit status 0, 2 on bad arguments or an error.

@@ -1,5 +1,5 @@
-// moreau kernels — contact against the ground: candidates, Jacobians, and the four models of
-// shared/design/CONTACT.md (docs/contact.md gives the equations as implemented).
+// moreau kernels — contact against the ground: candidates, Jacobians, and the four contact
+// models (docs/contact.md gives the equations as implemented).
 //
 // At the midpoint configuration q_M, with H = Lᵀ L factorised and v_free = v_k + Δv:
 //   G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ,   c = J v_free,   γ = G P + c,
@@ -408,7 +408,7 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // A fixed point satisfies Signorini–Coulomb with maximal dissipation whichever step produced it
 // (step 1: γ_i = 0 inside the cone; step 2: the local law itself; step 3: the prox fixed point),
 // the same fixed point as the diagonal PGS P_i ← prox(P_i − diag(1/G_nn, r_t, r_t) γ_i) of the
-// seed. That one needed ~170 sweeps for a standing quadruped (the normal and tangential rows of
+// first version. That one needed ~170 sweeps for a standing quadruped (the normal and tangential rows of
 // an articulated foot are strongly coupled inside G_ii) and could cycle for good (a foot
 // alternating between two impulses); this one needs ~5 (docs/contact.md gives the figures). With step 3 alone for a
 // sliding contact (before step 2), sweeps grew with the slip: on ANYmal C's trot 5.4 on average
@@ -565,7 +565,7 @@ MOREAU_HD void lu_solve(const S* LU, const int* piv, S* x, int n) {
   }
 }
 
-// Classification of a converged contact (CONTACT.md, "Adjoint of the contact solve").
+// Classification of a converged contact (docs/contact.md, "The adjoint of the contact solve").
 enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 
 // Adjoint of pgs_solve by implicit differentiation at its converged P (docs/gradients.md).
@@ -726,7 +726,7 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
 // Friction is then implicit with these normal impulses fixed (pgs_solve with fixed_normal):
 // tangential impulses ‖P_t,i‖ ≤ μ P_n,i such that each point sticks (γ_t,i = 0, γ = G P + c,
 // c = J v_free) or slides against γ_t,i — Coulomb friction at the end of the step, so a
-// tangential load inside the cone is held exactly at any step size. (The seed's explicit rule
+// tangential load inside the cone is held exactly at any step size. (The first version's explicit rule
 // P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖ stopped only part of the sliding per step when the
 // feet are coupled through the body: a standing quadruped's feet crept apart and it sank.)
 template <class S, class D>

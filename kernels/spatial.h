@@ -7,7 +7,7 @@
 // A spatial inertia about the frame origin is (m, h = m c, I_O) with I_O the rotational
 // inertia about the origin:  I m = (I_O ω + h × v, m v − h × ω).
 //
-// Adjoints (ARCHITECTURE.md §4): adj_f(primal inputs, adj_ of each input, const adj_ret)
+// Adjoints (docs/architecture.md, "Adjoints"): adj_f(primal inputs, adj_ of each input, const adj_ret)
 // accumulates with += and recomputes what it needs from the primal inputs. The adjoint of
 // a struct is the same struct (a Transform's holds Ē and r̄); a Sym3's is with respect to
 // its 6 stored numbers; a Quat's is with respect to its 4 raw coordinates.

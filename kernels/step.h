@@ -243,7 +243,7 @@ MOREAU_HD void adj_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg
 
 // Adjoint of a recorded physics step (after adj_setup). With the residual
 // r = h RNEA(q_M, v, a) + (armature + hD)(v_next − v) + h D v − h τ(q_M, v, u) − Jᵀ P_app = 0,
-// a = (v_next − v)/h, and λ = (H + hD)⁻¹ v̄_free (the same factorisation; ARCHITECTURE.md §4):
+// a = (v_next − v)/h, and λ = (H + hD)⁻¹ v̄_free (the same factorisation; docs/gradients.md, "How"):
 //   x̄ −= (∂r/∂x)ᵀ λ  for x = q_M, v, u, parameters:
 // adj_rnea with τ̄ = −h λ, v̄ −= h D λ, adj_actuator_forces with τ̄ = +h λ. The contact stage's
 // adjoint (adj_contact_stage) comes first and gives λ with the rest of the contact terms.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Gathers, on this machine, what the device machine (a lent NVIDIA H200; ../.library/device)
+# Gathers, on this machine, what the GPU machine (an NVIDIA H200 without network access)
 # lacks to build and benchmark moreau: it has nvcc, CMake, ninja and PyTorch but no Debian
 # packages and no network. Downloads the .deb files of Eigen, nlohmann-json, GoogleTest,
 # Google Benchmark, tinyxml2, MuJoCo (with its libraries) and the OpenGL libraries MuJoCo's
 # CMake package looks for into .gpu/debs (git-ignored, about 3 MB), which scripts/gpu_check.sh
-# unpacks there. Then, from the session:
-#   device run: command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 540
+# unpacks there. Then, on the GPU machine, with .gpu/ copied into the working tree:
+#   bash scripts/gpu_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .gpu/debs

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The device check, in one call on a lent GPU machine (../.library/device: METHOD.md, H200.md):
-#   device run: command "bash scripts/gpu_check.sh", carry [".gpu"], timeout_s 540
+# The GPU check, in one command on a machine with an NVIDIA GPU and no network (H200, sm_90),
+# with .gpu/ (scripts/gpu_bundle.sh, scripts/gpu_prebuild.sh) copied into the working tree:
+#   bash scripts/gpu_check.sh                      # within a 540 s limit
 # Unpacks the packages of scripts/gpu_bundle.sh (carried in .gpu/) under /opt/moreau-deps,
 # configures with nvcc named explicitly and stops unless the CUDA backend is on, builds only
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
@@ -12,15 +13,15 @@
 # 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight
 # Compute on one forward and one adjoint launch. Each stage has a time limit;
 # a failing stage is reported and the next one still runs.
-# Session 19's run took 424 s before the stages bounds and kicked were added; with them it may
-# approach the 600 s a call may run. The stages go most wanted first, and summary.txt is written
+# The run of 2026-12-04 on an H200 (commit bac61e1) took 424 s before the stages bounds and
+# kicked were added; with them it may approach a 600 s limit. The stages go most wanted first, and summary.txt is written
 # as each ends, so a call cut short still reports what ran.
 #
 # --prebuilt: use the binaries scripts/gpu_prebuild.sh built here with the same configuration
 # (carried as .gpu/prebuilt.tar.xz) instead of building there: the CUDA translation unit alone
-# takes minutes of one core, which a lease of 15 minutes cannot spare twice. The ptxas stage is
+# takes minutes of one core, which 15 minutes of GPU time cannot spare twice. The ptxas stage is
 # then skipped (the same nvcc gives the same figures here: scripts/ptxas_report.sh).
-#   device run: command "bash scripts/gpu_check.sh --prebuilt", carry [".gpu"], timeout_s 540
+#   bash scripts/gpu_check.sh --prebuilt           # within a 540 s limit
 # $OUT gets two files: summary.txt (one line per stage, written as each ends) and
 # gpu_check.tar.gz (every log and JSON). Exit status: the number of failed stages (0: all passed).
 set -uo pipefail
@@ -110,7 +111,7 @@ fi
 stage demo 40 "$build/moreau-demo" --device cuda
 # the __launch_bounds__ variants (prebuilt only: scripts/gpu_prebuild.sh): forward kernels (256, 4),
 # adjoint (256, 2), beside the default build, at the sizes that fill the chip; before the long
-# stages, so that a lease cut short still times them
+# stages, so that a run cut short still times them
 bounds() {  # every run, even after one whose targets FAIL (exit 1): the variants are compared, not judged
   local suffix bin rc=0 r each=$(($1 / 4))
   for suffix in "" -bounds; do
@@ -138,7 +139,7 @@ stage kicked 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 
 envs=16384,262144,1048576
 stage forward 150 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard,smooth \
   --json-out "$logs/forward.json"
-# soft contact's substeps make it the slow mode: the first lease's run of all four modes at these
+# soft contact's substeps make it the slow mode: on the H200 (2026-12-04) all four modes at these
 # three sizes did not end in 150 s; its forward rate is also in the gradient stage (step_pure)
 stage forward-soft 90 "$build/bench/moreau-bench-forward" --device cuda --envs 16384,262144 --contact soft \
   --json-out "$logs/forward_soft.json"

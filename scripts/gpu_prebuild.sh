@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds here, with nvcc and the CUDA backend on, the binaries scripts/gpu_check.sh --prebuilt
-# runs on a lent GPU machine, and packs them (stripped) with the build's CMakeCache.txt into
+# runs on the GPU machine, and packs them (stripped) with the build's CMakeCache.txt into
 # .gpu/prebuilt.tar.xz (git-ignored; carried with .gpu). Same configuration as gpu_check.sh's
 # own build, without the MuJoCo 4 peer (its library is not on that machine). Run
 # scripts/gpu_bundle.sh too: the binaries need its Debian libraries there.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""A long soak in resumable chunks (issue 17; not part of CI).
+"""A long soak in resumable chunks (not part of CI).
 
 moreau-soak (bench/soak.cc) runs one contact mode and dtype for N environment-steps in one
-process; 1e8 or 1e9 env-steps take hours to days of a core, longer than a working session.
+process; 1e8 or 1e9 env-steps take hours to days of a core, longer than one sitting.
 This runs it in chunks of --chunk env-steps, chunk k with seed k + 1 (so no two chunks repeat
 a draw), appends each finished chunk's row to a ledger (JSON lines, one per chunk, with the
 commit and date) and skips the chunks the ledger already holds: stop it at any time and run

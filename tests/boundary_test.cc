@@ -1,6 +1,6 @@
 // Every public function of include/moreau/ refuses bad arguments with a moreau::Error that names
-// the function, the argument, what was expected and what was received (issue 17). The
-// Simulator's own entry points are walked in simulator_test.cc (Validation.*), the importers'
+// the function, the argument, what was expected and what was received. The Simulator's own
+// entry points are walked in simulator_test.cc (Validation.*), the importers'
 // in robot_json_test, import_urdf_test and import_mjcf_test; this file walks the host dynamics
 // and derivatives and the name functions, and checks that its registry of covered functions
 // names every function the headers declare.

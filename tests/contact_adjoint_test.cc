@@ -288,7 +288,7 @@ TEST(ContactAdjoint, ImpulseSolveMatchesFiniteDifferences) {
     }
 }
 
-// CONTACT.md's cross-check of the implicit adjoint: the derivative of the solver's own
+// The cross-check of the implicit adjoint (docs/contact.md, "The adjoint of the contact solve"): the derivative of the solver's own
 // iterations (pgs_solve on dual numbers, `sweeps` sweeps from the cold start), along a random
 // direction in c, G, μ, w and the given normal impulses, against the implicit adjoint's
 // ⟨adjoint, direction⟩ on the chosen problem. Returns |unrolled − implicit| / |implicit| and

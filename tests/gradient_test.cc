@@ -460,9 +460,10 @@ TEST(StepGradient, NoNonFiniteGradientsOverManyRandomSteps) {
 // float32 and float64 gradients of the same step agree: relative tol with a floor of tol times
 // the largest gradient of the same input. tol = 2e-3: float32 carries ~7 digits through a step,
 // a contact solve and its adjoint (measured: at most 1.1e-4 of the largest, soft contact). Soft
-// contact also at k_n = 1e6 N/m, CONTACT.md's pitfall of a stiff penalty losing the float32
-// gradient to round-off: pressed 1 mm in, the float32 gap resolves the penetration to ~1e-4 per
-// step over 108 physics steps (measured 1.8e-3 of the largest); tol = 1e-2 there.
+// contact also at k_n = 1e6 N/m, where a stiff penalty risks losing the float32 gradient to
+// round-off (docs/contact.md, "Numerical safeguards"): pressed 1 mm in, the float32 gap
+// resolves the penetration to ~1e-4 per step over 108 physics steps (measured 1.8e-3 of the
+// largest); tol = 1e-2 there.
 TEST(StepGradient, FloatAndDoubleGradientsAgree) {
   const struct {
     ContactMode mode;

@@ -399,7 +399,7 @@ TEST(ModelCompile, AnymalOrderAddressesAndDofParents) {
   }
   EXPECT_EQ(m.dof_parent[0], -1);
   for (int d = 1; d < 6; ++d) EXPECT_EQ(m.dof_parent[d], d - 1);
-  // the mass matrix's sparse rows: the base's 1 + ... + 6, each leg's 7 + 8 + 9 (issue 15: 117 of 324)
+  // the mass matrix's sparse rows: the base's 1 + ... + 6, each leg's 7 + 8 + 9 (117 of 324 entries)
   EXPECT_EQ(m.nM, 117);
   EXPECT_EQ(m.nchain, 9);  // a foot's contact rows: the base's 6 dofs and its leg's 3
   for (int d = 0; d < m.nv; ++d) EXPECT_EQ(m.dof_depth[d], d < 6 ? d : 6 + (d - 6) % 3);

@@ -138,17 +138,17 @@ double linear_max_frequency_2dof(const Model& model, const std::vector<double>& 
 // and configuration-dependent H(q). (Measured on the single pendulum: 0.026.)
 constexpr double kEnergyC = 1.0;
 
-// Order of the scheme as built (checked below, not assumed): kernels/step.h,
-// physics_step, evaluates the bias b(q_M, v_k) — and the servo's damping term — at the
-// start-of-step velocity v_k, as ARCHITECTURE.md §3 writes it. For forces that depend on v
-// (Coriolis, centrifugal, gyroscopic) that is an explicit-Euler treatment: the local error
-// is O(h²), not O(h³), and the scheme is FIRST order. Measured err(h)/err(h/2) ≈ 2 for the
-// double pendulum, the free-floating quadruped and the tumbling box, ≈ 4.000 for the single
-// pendulum (velocity-independent bias). For the torque-free body it is exact to see: in the
-// body frame L_{k+1} = L_k − h ω_k × L_k, so |L|² grows by h²|ω × L|² every step, O(h) over a
-// fixed horizon. For those systems the bound is first order, C₁ ω h with C₁ = 4 (measured
-// 0.75–3.0), and err(h)/err(h/2) must be about 2. A midpoint (predicted) velocity in b would
-// make them second order: an open design question, recorded in the closing note of issue 2.
+// Order of the scheme as built (checked below, not assumed): kernels/step.h, physics_step,
+// evaluates the bias b(q_M, v_k) — and the servo's damping term — at the start-of-step velocity
+// v_k, as docs/architecture.md ("The physics step") writes it. For forces that depend on v
+// (Coriolis, centrifugal, gyroscopic) that is an explicit-Euler treatment: the local error is
+// O(h²), not O(h³), and the scheme is FIRST order. Measured err(h)/err(h/2) ≈ 2 for the double
+// pendulum, the free-floating quadruped and the tumbling box, ≈ 4.000 for the single pendulum
+// (velocity-independent bias). For the torque-free body it is exact to see: in the body frame
+// L_{k+1} = L_k − h ω_k × L_k, so |L|² grows by h²|ω × L|² every step, O(h) over a fixed
+// horizon. For those systems the bound is first order, C₁ ω h with C₁ = 4 (measured 0.75–3.0),
+// and err(h)/err(h/2) must be about 2. A midpoint (predicted) velocity in b would make them
+// second order: an open design question (docs/architecture.md, "The physics step").
 constexpr double kEnergyC1 = 4.0;
 
 // Relative error bound and the expected err(h)/err(h/2) range for a scheme of `order` 1 or 2.

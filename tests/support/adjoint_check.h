@@ -1,4 +1,4 @@
-// Test helper for hand-written adjoints (ARCHITECTURE.md §4): a function under test is seen
+// Test helper for hand-written adjoints (docs/architecture.md, "Adjoints"): a function under test is seen
 // as y = f(x) on flat double vectors, its adjoint as x̄ += Jᵀ w. check_adjoint compares them
 // by finite differences (per coordinate, and along random directions), by the dot-product
 // test ⟨w, J u⟩ = ⟨Jᵀ w, u⟩ (J u exact for inputs the function is affine in), along the
