@@ -10,7 +10,7 @@ land, each a list of batches of (q, v, action, friction, added base mass):
 - standing: 1 s after the default pose, every environment the same;
 - perturbed: standing, then v + N(0, 0.5²) and action + N(0, 0.3²) per environment (seeded);
 - walking: the states along the shipped SHAC policy's trot (``--policy``) under hard contact,
-  moreau.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
+  moreau.evaluation.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
   control step of 4 s.
 
 For each set and contact mode it reports the solve's sweeps per control step (the largest over
@@ -48,8 +48,9 @@ def perturbed(envs: int, seed: int = 0):
 
 
 def walking(envs: int, policy_path: str, seconds: float = 4.0, every: int = 5):
-    from moreau.evaluate import eval_env, load_checkpoint
-    policy = load_checkpoint(policy_path)
+    from moreau.evaluation.evaluate import eval_env
+    from moreau.trainers.checkpoints import load_policy
+    policy = load_policy(policy_path)
     env = eval_env(policy.meta["env"], "locomotion", envs, "hard", seed=1)
     obs = env.reset()
     batches = []

@@ -18,13 +18,13 @@ timed as the median over interleaved rounds of the per-step time of:
 
 Overhead = time / (the direct call of the same C++ work) − 1; target ≤ 10 %.
 
-Part 2 — one SHAC iteration (moreau.shac, default configuration, H = 32) on the cart-pole at
+Part 2 — one SHAC iteration (moreau.trainers.shac, default configuration, H = 32) on the cart-pole at
 ``--n-env`` and on the quadruped (smooth contact) at ``--shac-envs``, split into simulation
 forward (Simulator::step_pure inside moreau.torch.step), simulation backward
 (Simulator::step_adjoint), the rest of the environment step (rewards, observations, resets in
 torch), the policy and value calls of the rollout, the rest of the actor's backward (networks,
 rewards), and the critic's training. The C++ calls are timed by a proxy around the extension
-object. torch runs on 1 intra-op thread (moreau.shac's command-line default), the simulator
+object. torch runs on 1 intra-op thread (moreau.trainers.shac's command-line default), the simulator
 on all cores.
 """
 from __future__ import annotations
@@ -117,14 +117,15 @@ def step_overhead(robot: str, contact: str, n_env: int, rounds: int, steps: int,
 
 
 def shac_breakdown(task: str, contact, n_env: int, iterations: int, preset=None, sim_threads: int = 0):
-    """Per-iteration times of SHAC on ``task`` (or the moreau.shac preset ``preset``: its task
+    """Per-iteration times of SHAC on ``task`` (or the SHAC preset ``preset``: its task
     preset and SHAC settings); the simulator's share from moreau.torch.timing."""
-    from moreau.shac import PRESETS, SHAC, SHACConfig, TASK_DEFAULTS, make_env
-    from moreau.tasks.locomotion import PRESETS as TASK_PRESETS
+    from moreau.tasks import make_env
+    from moreau.tasks.presets import SHAC_DEFAULTS, SHAC_PRESETS, TASK_PRESETS
+    from moreau.trainers.shac import SHAC, SHACConfig
 
-    task_kw = dict(TASK_PRESETS[PRESETS[preset]["task_preset"]]) if preset else {}
+    task_kw = dict(TASK_PRESETS[SHAC_PRESETS[preset]["task_preset"]]) if preset else {}
     env = make_env(task, n_env, contact=contact, seed=0, n_threads=sim_threads, **task_kw)
-    cfg = SHACConfig(**(PRESETS[preset]["shac"] if preset else TASK_DEFAULTS[task]))
+    cfg = SHACConfig(**(SHAC_PRESETS[preset]["shac"] if preset else SHAC_DEFAULTS[task]))
     agent = SHAC(env, cfg, progress=False)
     agent.iteration()  # warm-up
     sim0 = dict(mt.timing)
@@ -154,7 +155,7 @@ def main():
     p.add_argument("--shac-envs", type=int, default=1024)
     p.add_argument("--shac-iterations", type=int, default=2)
     p.add_argument("--skip-shac", action="store_true")
-    p.add_argument("--shac-preset", default=None, help="a moreau.shac preset for the quadruped (e.g. walk: the trot "
+    p.add_argument("--shac-preset", default=None, help="a SHAC preset (moreau.tasks.presets) for the quadruped (e.g. walk: the trot "
                    "task at --shac-envs environments)")
     p.add_argument("--skip-steps", action="store_true", help="only the SHAC breakdown")
     p.add_argument("--sim-threads", type=int, default=0, help="simulator threads of the SHAC breakdown (0 = all)")

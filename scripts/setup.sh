@@ -22,8 +22,8 @@ fi
 # The Python package (python/, pyproject.toml): torch from PyPI (its Linux wheel brings CUDA
 # libraries: ~4 GB, about a minute here), nanobind and scikit-build-core to build it with
 # `pip install --no-build-isolation .` (scripts/test.sh), rsl-rl-lib (PPO baseline,
-# moreau.rl.rsl_rl, moreau.train_ppo), gymnasium (moreau.rl.gymnasium), tensorboard, tqdm,
-# matplotlib (moreau.shac logs and progress bar, moreau.evaluate plots). Skipped when already importable.
+# moreau.rl.rsl_rl, moreau.trainers.ppo), gymnasium (moreau.rl.gymnasium), tensorboard, tqdm,
+# matplotlib (moreau.trainers.shac logs and progress bar, moreau.evaluation plots). Skipped when already importable.
 if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy, rsl_rl, gymnasium, tensorboard, tqdm, matplotlib" 2>/dev/null; then
   python3 -m pip install --quiet --root-user-action=ignore torch nanobind scikit-build-core pytest numpy rsl-rl-lib gymnasium tensorboard tqdm matplotlib 2>/dev/null ||
     python3 -m pip install --quiet --root-user-action=ignore --break-system-packages \

@@ -7,9 +7,15 @@
     q1, v1 = moreau.torch.step(sim, q, v, a)                                 # differentiable
 
 Modules: ``moreau`` (models, Simulator, zero-copy views), ``moreau.torch`` (autograd step and
-rollout). Errors: ``moreau.Error`` (RuntimeError) for what the library rejects (files, names,
-sizes), ``moreau.TensorError`` (ValueError and TypeError) for a tensor argument of the wrong
-dtype, device, shape or layout.
+rollout), ``moreau.kinematics`` (body poses and contact points in torch). Built on them:
+``moreau.tasks`` (batched differentiable environments and their presets), ``moreau.rl``
+(gymnasium and rsl_rl adapters), ``moreau.trainers`` (SHAC, PPO, checkpoints),
+``moreau.evaluation`` (evaluating policies, learning curves); ``moreau.studies`` holds the
+studies' runners.
+
+Errors: ``moreau.Error`` (RuntimeError) for what the library rejects (files, names, sizes),
+``moreau.TensorError`` (ValueError and TypeError) for a tensor argument of the wrong dtype,
+device, shape or layout.
 """
 from ._moreau import (  # noqa: F401
     JOINT_BALL,

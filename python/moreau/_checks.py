@@ -1,4 +1,4 @@
-"""Argument checks shared by moreau.Simulator and moreau.torch.
+"""Argument checks shared by moreau.Simulator, moreau.torch and moreau.rl.
 
 Every wrong tensor argument raises ``moreau.TensorError`` (a subclass of both ``ValueError``
 and ``TypeError``) with a message naming the function, the argument, what was expected and
@@ -8,6 +8,7 @@ what was received, e.g.::
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._moreau import TensorError
@@ -61,3 +62,28 @@ def field_major(x: torch.Tensor) -> torch.Tensor:
 
 def empty_field_major(n_env: int, width: int, *, dtype, device) -> torch.Tensor:
     return torch.empty((width, n_env), dtype=dtype, device=device).t()
+
+
+def as_int(fn: str, arg: str, x) -> int:
+    """``x`` as an int (a Python or numpy integer, or an integer tensor of one element)."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.is_floating_point() and x.dtype != torch.bool:
+        return int(x.item())
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        fail(fn, arg, "type", "an int", type(x).__name__)
+    return int(x)
+
+
+def as_float(fn: str, arg: str, x) -> float:
+    """``x`` as a float (a Python or numpy real number, or a tensor of one element)."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and x.dtype != torch.bool:
+        return float(x.item())
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        fail(fn, arg, "type", "a number", type(x).__name__)
+    return float(x)
+
+
+def as_bool(fn: str, arg: str, x) -> bool:
+    """``x`` as a bool (a Python or numpy bool)."""
+    if not isinstance(x, (bool, np.bool_)):
+        fail(fn, arg, "type", "a bool", type(x).__name__)
+    return bool(x)

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, Sequence, Union
+from typing import Optional, Union
 
 import numpy as np
 import torch
 
 from . import _moreau
-from ._checks import check_tensor, empty_field_major, fail, field_major
+from ._checks import as_bool, as_float, as_int, check_tensor, empty_field_major, fail, field_major
 from ._moreau import ContactMode, ContactOptions, DType, Device, Model, SimulatorOptions, TensorError
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "robots")
@@ -87,30 +87,6 @@ def export_mjcf(model: Model) -> str:
     return _moreau.export_mjcf(model)
 
 
-def _int(fn: str, arg: str, x) -> int:
-    """``x`` as an int (a Python or numpy integer, or an integer tensor of one element)."""
-    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.is_floating_point() and x.dtype != torch.bool:
-        return int(x.item())
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-        fail(fn, arg, "type", "an int", type(x).__name__)
-    return int(x)
-
-
-def _float(fn: str, arg: str, x) -> float:
-    """``x`` as a float (a Python or numpy real number, or a tensor of one element)."""
-    if isinstance(x, torch.Tensor) and x.numel() == 1 and x.dtype != torch.bool:
-        return float(x.item())
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        fail(fn, arg, "type", "a number", type(x).__name__)
-    return float(x)
-
-
-def _bool(fn: str, arg: str, x) -> bool:
-    if not isinstance(x, (bool, np.bool_)):
-        fail(fn, arg, "type", "a bool", type(x).__name__)
-    return bool(x)
-
-
 def _contact_mode(mode, fn: str = "Simulator", arg: str = "contact") -> ContactMode:
     if isinstance(mode, ContactMode):
         return mode
@@ -176,13 +152,13 @@ class Simulator:
         if dev is None or dev.type not in ("cpu", "cuda"):
             fail("Simulator", "device", "value", "'cpu' or 'cuda[:N]'", repr(device))
         o = SimulatorOptions()
-        o.n_env = _int("Simulator", "n_env", n_env)
+        o.n_env = as_int("Simulator", "n_env", n_env)
         o.dtype = DType.Float64 if _torch_dtype(dtype) == torch.float64 else DType.Float32
-        o.n_threads = _int("Simulator", "n_threads", n_threads)
-        o.timestep = _float("Simulator", "timestep", timestep)
-        o.decimation = _int("Simulator", "decimation", decimation)
-        o.adjoint_tapes = _int("Simulator", "adjoint_tapes", adjoint_tapes)
-        o.cuda_block = _int("Simulator", "cuda_block", cuda_block)
+        o.n_threads = as_int("Simulator", "n_threads", n_threads)
+        o.timestep = as_float("Simulator", "timestep", timestep)
+        o.decimation = as_int("Simulator", "decimation", decimation)
+        o.adjoint_tapes = as_int("Simulator", "adjoint_tapes", adjoint_tapes)
+        o.cuda_block = as_int("Simulator", "cuda_block", cuda_block)
         if isinstance(contact, ContactOptions):
             c = contact
         else:
@@ -190,13 +166,13 @@ class Simulator:
             if contact is not None:
                 c.mode = _contact_mode(contact)
         if tolerance is not None:
-            c.tolerance = _float("Simulator", "tolerance", tolerance)
+            c.tolerance = as_float("Simulator", "tolerance", tolerance)
         if max_iterations is not None:
-            c.max_iterations = _int("Simulator", "max_iterations", max_iterations)
+            c.max_iterations = as_int("Simulator", "max_iterations", max_iterations)
         if speculative is not None:
-            c.speculative = _bool("Simulator", "speculative", speculative)
+            c.speculative = as_bool("Simulator", "speculative", speculative)
         if substeps is not None:
-            c.substeps = _int("Simulator", "substeps", substeps)
+            c.substeps = as_int("Simulator", "substeps", substeps)
         o.contact = c
         if dev.type == "cuda":
             if not _moreau.built_with_cuda:
@@ -324,7 +300,7 @@ class Simulator:
     # ---- stepping -------------------------------------------------------------------
     def step(self, k: int = 1) -> None:
         """Advances every environment whose status is ok by ``k`` control steps."""
-        self._sim.step(_int("Simulator.step", "k", k))
+        self._sim.step(as_int("Simulator.step", "k", k))
 
     def reset(self, env_ids=None) -> None:
         """Resets the listed environments (all when None) to the default state, zero action,
@@ -386,7 +362,7 @@ class Simulator:
         meaningful. One recompute of the step and N adjoint sweeps per environment
         (docs/gradients.md)."""
         fn = "Simulator.transition_jacobians"
-        tangent, with_B = _bool(fn, "tangent", tangent), _bool(fn, "with_B", with_B)
+        tangent, with_B = as_bool(fn, "tangent", tangent), as_bool(fn, "with_B", with_B)
         q = self._input(fn, "q", q, self.nq)
         v = self._input(fn, "v", v, self.nv)
         action = self._input(fn, "action", action, self.nu)
@@ -416,8 +392,8 @@ class Simulator:
         each state (row 0: ∂L/∂ initial state), ∂L/∂actions (H, n_env, nu) and a dict of the
         requested parameter gradients summed over the horizon, (n_env, width) each."""
         fn = "Simulator.rollout_backward"
-        grad_kp, grad_kd = _bool(fn, "grad_kp", grad_kp), _bool(fn, "grad_kd", grad_kd)
-        grad_added_base_mass = _bool(fn, "grad_added_base_mass", grad_added_base_mass)
+        grad_kp, grad_kd = as_bool(fn, "grad_kp", grad_kp), as_bool(fn, "grad_kd", grad_kd)
+        grad_added_base_mass = as_bool(fn, "grad_added_base_mass", grad_added_base_mass)
         h = self._sim.rollout_horizon
         if h == 0:
             raise _moreau.Error("rollout_backward: no recorded rollout: call rollout(actions) first")

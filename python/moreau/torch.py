@@ -30,8 +30,8 @@ from typing import Callable, Optional, Union
 import torch
 from torch.autograd.function import once_differentiable
 
-from ._checks import check_tensor, empty_field_major, fail, field_major
-from .simulator import GRAD_PARAMS, Simulator, _bool, _int
+from ._checks import as_bool, as_int, check_tensor, empty_field_major, fail, field_major
+from .simulator import GRAD_PARAMS, Simulator
 
 __all__ = ["Step", "step", "rollout", "timing"]
 
@@ -145,7 +145,7 @@ def step(sim: Simulator, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor,
     kp, kd (n_env, nu); added_base_mass, friction, contact_kn, smooth_k (n_env,) or (n_env, 1):
     optional per-environment parameters whose gradients are returned by autograd."""
     fn = "moreau.torch.step"
-    return_status = _bool(fn, "return_status", return_status)
+    return_status = as_bool(fn, "return_status", return_status)
     given = dict(kp=kp, kd=kd, added_base_mass=added_base_mass, friction=friction, contact_kn=contact_kn,
                  smooth_k=smooth_k)
     q, v, action, params = _step_inputs(fn, sim, q, v, action, [given[name] for name in GRAD_PARAMS])
@@ -169,8 +169,8 @@ def rollout(sim: Simulator, q0: torch.Tensor, v0: torch.Tensor,
     fn = "moreau.torch.rollout"
     if not isinstance(sim, Simulator):
         fail(fn, "sim", "type", "a moreau.Simulator", type(sim).__name__)
-    return_status = _bool(fn, "return_status", return_status)
-    horizon = None if horizon is None else _int(fn, "horizon", horizon)
+    return_status = as_bool(fn, "return_status", return_status)
+    horizon = None if horizon is None else as_int(fn, "horizon", horizon)
     if callable(actions):
         if horizon is None:
             fail(fn, "horizon", "value", "an int H with a policy", None)

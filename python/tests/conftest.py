@@ -1,11 +1,26 @@
-import math
-
 import pytest
 import torch
 
 import moreau
 
-CUDA = moreau.built_with_cuda and torch.cuda.is_available() and moreau.cuda_available()
+
+def _no_cuda_reason():
+    """Why the CUDA tests cannot run here, or None when they can."""
+    if not moreau.built_with_cuda:
+        return "no CUDA device: this moreau was built without the CUDA backend"
+    if not torch.cuda.is_available():
+        return "no CUDA device: torch finds no GPU"
+    if not moreau.cuda_available():
+        return "no CUDA device: moreau's CUDA backend finds no GPU"
+    return None
+
+
+NO_CUDA = _no_cuda_reason()
+CUDA = NO_CUDA is None
+# marks a test (or a parameter) that needs moreau's CUDA backend and a GPU: skipped, with the reason, without
+needs_cuda = pytest.mark.skipif(not CUDA, reason=NO_CUDA or "")
+# marks a test that needs a CUDA tensor only (torch with a GPU), not moreau's CUDA backend
+needs_torch_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device: torch finds no GPU")
 
 
 @pytest.fixture
@@ -19,8 +34,9 @@ def one_thread():
 
 
 def devices():
-    """CPU always; CUDA when this moreau was built with it and a GPU is present."""
-    return ["cpu"] + (["cuda"] if CUDA else [])
+    """Parameters of a test that runs on each device: "cpu", and "cuda", collected always and
+    skipped (needs_cuda) where moreau's CUDA backend or a GPU is missing."""
+    return ["cpu", pytest.param("cuda", marks=needs_cuda)]
 
 
 def random_quat(gen, scale=1.0):

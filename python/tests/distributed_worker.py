@@ -12,10 +12,10 @@ import sys
 
 import torch
 
-from moreau import distributed
-from moreau.evaluate import episode_return
-from moreau.shac import SHAC, SHACConfig
+from moreau.evaluation.metrics import episode_return
 from moreau.tasks.cartpole import CartPole
+from moreau.trainers import distributed
+from moreau.trainers.shac import SHAC, SHACConfig
 
 N_STEP = 16   # cart-poles in all in the one-iteration comparison, split over the ranks
 N_LEARN = 32  # ... in the learning runs (test_shac's short run uses 32 in one process)
@@ -38,7 +38,7 @@ def shac_one_iteration(rank: int, world: int):
     agent = SHAC(env, cfg(horizon=8, iterations=1), progress=False)
     env.reset()
     env.set_state(q[rank * n:(rank + 1) * n], v[rank * n:(rank + 1) * n])
-    agent._started = True  # keep these states (the first iteration would reset the env)
+    agent.started = True  # keep these states (the first iteration would reset the env)
     s = agent.iteration()
     return {"grads": [p.grad.clone() for p in agent.actor.parameters()], "grad_norm": s["grad_norm"],
             "obs_mean": agent.obs_rms.mean.clone(), "obs_var": agent.obs_rms.var.clone(), "steps": agent.steps}
@@ -57,7 +57,7 @@ def shac_learn(rank: int, world: int):
 
 def ppo_learn(rank: int, world: int, log_dir=None):
     """test_ppo's cart-pole run (40 iterations, 64 cart-poles in all) over the ranks."""
-    from moreau.train_ppo import train
+    from moreau.trainers.ppo import train
     out = train("cartpole", iterations=40, num_envs=64 // world, contact=None, seed=0, n_threads=1, verbose=False,
                 log_dir=log_dir)
     return {"actor": out["runner"].alg.get_policy().state_dict(), "initial": out["initial"], "final": out["final"]}

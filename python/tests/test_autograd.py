@@ -1,7 +1,7 @@
 """moreau.torch.step / rollout: torch.autograd.gradcheck in double on the CPU, per contact mode."""
 import pytest
 import torch
-from conftest import CUDA, airborne_anymal, corner_cube, pressed_cube
+from conftest import airborne_anymal, corner_cube, needs_cuda, pressed_cube
 
 import moreau
 import moreau.torch as mt
@@ -139,7 +139,7 @@ def test_unused_output_and_parameters_restored(gen):
     torch.testing.assert_close(kp.grad, g_kp, rtol=0, atol=0)
 
 
-@pytest.mark.skipif(not CUDA, reason="needs moreau built with CUDA and a GPU")
+@needs_cuda
 def test_cuda_step_matches_cpu(gen):
     cpu = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=8, contact="hard")
     gpu = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=8, contact="hard", device="cuda")

@@ -1,4 +1,4 @@
-"""moreau.distributed: SHAC and PPO over two CPU processes (torchrun, gloo).
+"""moreau.trainers.distributed: SHAC and PPO over two CPU processes (torchrun, gloo).
 
 - One SHAC iteration split over two ranks gives the one-process gradient of all the
   environments (to float32 rounding) and the same observation statistics.

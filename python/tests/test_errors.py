@@ -6,6 +6,7 @@ import torch
 
 import moreau
 import moreau.torch as mt
+from conftest import needs_torch_cuda
 
 
 @pytest.fixture
@@ -47,9 +48,13 @@ def test_wrong_device(sim):
     q, v, a = inputs(sim)
     with pytest.raises(moreau.TensorError, match=r"argument 'v': wrong device: expected cpu, got meta"):
         mt.step(sim, q, v.to("meta"), a)
-    if torch.cuda.is_available():
-        with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong device: expected cpu, got cuda"):
-            mt.step(sim, q.cuda(), v, a)
+
+
+@needs_torch_cuda
+def test_wrong_device_cuda(sim):
+    q, v, a = inputs(sim)
+    with pytest.raises(moreau.TensorError, match=r"argument 'q': wrong device: expected cpu, got cuda"):
+        mt.step(sim, q.cuda(), v, a)
 
 
 def test_not_a_tensor(sim):
@@ -111,9 +116,12 @@ def test_library_errors_are_moreau_errors(tmp_path):
         moreau.contact_mode_from_name("sticky")
     with pytest.raises(TypeError, match="dtype"):
         moreau.Simulator(moreau.asset("cube.json"), dtype=torch.int32)
-    if not moreau.cuda_available():
-        with pytest.raises(moreau.Error, match="cuda"):
-            moreau.Simulator(moreau.asset("cube.json"), device="cuda")
+
+
+@pytest.mark.skipif(moreau.cuda_available(), reason="a CUDA device is present: a CUDA simulator is no error here")
+def test_a_cuda_simulator_without_a_device_is_an_error():
+    with pytest.raises(moreau.Error, match="cuda"):
+        moreau.Simulator(moreau.asset("cube.json"), device="cuda")
 
 
 def test_set_state_checks_its_arguments(sim):

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import moreau
-from moreau.tasks.locomotion import PRESETS, Locomotion, config_from_dict, config_to_dict
+from moreau.tasks.locomotion import Locomotion, config_from_dict, config_to_dict
+from moreau.tasks.presets import TASK_PRESETS
 
 DT = 0.02
 STILL = ((0.0, 0.0), (0.0, 0.0), (0.0, 0.0))
@@ -189,7 +190,7 @@ def test_gated_curriculum_waits_for_tracking():
 
 
 def test_config_round_trip():
-    cfg = Locomotion(num_envs=2, n_threads=1, **PRESETS["trot_curriculum"]).cfg
+    cfg = Locomotion(num_envs=2, n_threads=1, **TASK_PRESETS["trot_curriculum"]).cfg
     d = json.loads(json.dumps(config_to_dict(cfg)))
     assert d["gait_frequency"] == 2.0 and d["reward_weights"]["feet_height"] == -30.0 and d["dtype"] == "float32"
     assert config_from_dict(d) == cfg

@@ -1,6 +1,6 @@
-"""moreau.tasks.locomotion: ANYmal C velocity tracking (SCIENCE.md Study B) — observation
-layout, each reward term on hand-built states, terminations, resets, command resampling,
-randomisation, pushes, gradients, contact modes."""
+"""moreau.tasks.locomotion: ANYmal C velocity tracking (the locomotion study, docs/studies.md) —
+observation layout, each reward term on hand-built states, terminations, resets, command
+resampling, randomisation, pushes, gradients, contact modes."""
 import math
 
 import pytest

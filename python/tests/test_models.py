@@ -33,7 +33,12 @@ MJCF = """<mujoco model="swing">
 def test_json_file_and_string():
     m = moreau.load_model(moreau.asset("anymal_c.json"))
     assert (m.nq, m.nv, m.nu) == (19, 18, 12) and m.ncon > 0
-    assert m.total_mass() > 40 and "base" in m.body_name[0].lower() or m.nbody == 13
+    with open(moreau.asset("anymal_c.json")) as f:
+        bodies = json.load(f)["bodies"]
+    assert m.nbody == len(bodies) == 13
+    assert m.body_name == [b["name"] for b in bodies] and m.body_name[0] == "base"
+    assert m.total_mass() == pytest.approx(sum(b["mass"] for b in bodies), rel=1e-12)
+    assert m.total_mass() == pytest.approx(44.965, abs=1e-3)  # the JSON's 13 bodies
     with open(moreau.asset("cube.json")) as f:
         text = f.read()
     c = moreau.load_model_from_string(text, "cube-string")

@@ -1,4 +1,4 @@
-"""moreau.rl.rsl_rl (rsl_rl VecEnv adapter) and moreau.train_ppo (PPO through rsl_rl's
+"""moreau.rl.rsl_rl (rsl_rl VecEnv adapter) and moreau.trainers.ppo (PPO through rsl_rl's
 OnPolicyRunner): the adapter's shape contract, and short PPO runs that raise the return."""
 import json
 import os
@@ -6,14 +6,12 @@ import time
 
 import pytest
 import torch
+from rsl_rl.env import VecEnv
+from tensordict import TensorDict
 
-rsl_rl = pytest.importorskip("rsl_rl")
-from rsl_rl.env import VecEnv  # noqa: E402
-from tensordict import TensorDict  # noqa: E402
-
-from moreau.rl.rsl_rl import RslRlVecEnv, default_train_cfg  # noqa: E402
-from moreau.tasks import make  # noqa: E402
-from moreau.train_ppo import evaluate, main, train  # noqa: E402
+from moreau.rl.rsl_rl import RslRlVecEnv, default_train_cfg
+from moreau.tasks import make
+from moreau.trainers.ppo import evaluate, main, train
 
 # legged_gym's only_positive_rewards: with action noise the unclipped per-step reward is negative
 # and PPO would learn to fall early (ending the episode) instead of standing.
@@ -99,16 +97,17 @@ def test_cli_writes_logs(tmp_path, capsys):
     summary = json.loads((log / "summary.json").read_text())
     assert summary["iterations"] == 2 and summary["contact"] == "smooth" and summary["samples"] == 2 * 8 * 4
     assert any(f.startswith("model_") and f.endswith(".pt") for f in os.listdir(log))
-    assert "[train_ppo]" in capsys.readouterr().out
+    assert "[ppo]" in capsys.readouterr().out
 
 
 def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
     """A PPO checkpoint carries the task (preset, contact, configuration) and its schedule:
-    moreau.evaluate and moreau.learning_curve rebuild the task from it alone; a resume from an
+    moreau.evaluation.evaluate and moreau.evaluation.learning_curve rebuild the task from it alone; a resume from an
     older checkpoint goes on from its iteration and drops the log rows written after it."""
     import csv
-    from moreau.evaluate import eval_env, load_checkpoint
-    from moreau.learning_curve import evaluate_run
+    from moreau.evaluation.evaluate import eval_env, evaluate as evaluate_policy
+    from moreau.evaluation.learning_curve import evaluate_run
+    from moreau.trainers.checkpoints import load_policy
     log = tmp_path / "ppo"
     args = ["--task", "locomotion", "--task-preset", "trot_gated", "--iterations", "3", "--num-envs", "4",
             "--contact", "smooth", "--steps-per-env", "4", "--n-threads", "1", "--log-dir", str(log),
@@ -119,7 +118,7 @@ def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
         rows = list(csv.DictReader(f))
     assert [int(r["iteration"]) for r in rows] == [1, 2, 3, 4, 5] and int(rows[-1]["env_steps"]) == 5 * 4 * 4
     assert float(rows[-1]["episode_length"]) <= 10 and rows[-1]["episode_return"] not in ("", "nan")
-    policy = load_checkpoint(str(log / "model_final.pt"))
+    policy = load_policy(str(log / "model_final.pt"))
     meta = policy.meta["env"]
     assert meta["format"] == "moreau.ppo/1" and meta["task_preset"] == "trot_gated" and meta["contact"] == "smooth"
     assert policy.meta["iteration"] == 5 and meta["task_config"]["curriculum_tracking_threshold"] == 0.8
@@ -128,8 +127,19 @@ def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
     assert env.num_obs == 56 and env.cfg.curriculum_command is None
     a = policy(env.get_observations())
     assert a.shape == (3, 12) and torch.equal(a, policy(env.get_observations()))  # deterministic
+    # the run's policy file: the actor alone, the same actions, a quarter of the checkpoint or less
+    assert torch.equal(load_policy(str(log / "policy.pt"))(env.get_observations()), a)
+    assert os.path.getsize(log / "policy.pt") * 4 < os.path.getsize(log / "model_final.pt")
+    with pytest.raises(ValueError, match="policy file"):
+        main(args[:5] + ["6"] + args[6:] + ["--resume", str(log / "policy.pt")])
     rows = evaluate_run(str(log), "hard", num_envs=2, seconds=0.1)
-    assert [r["iteration"] for r in rows] == [2, 4, 5] and all(r["lin_vel_error"] >= 0 for r in rows)
+    assert [r["iteration"] for r in rows] == [2, 4, 5] and [r["env_steps_trained"] for r in rows] == [32, 64, 80]
+    # each row is the protocol's evaluation (seed 1) of its checkpoint: the last one's, recomputed
+    env = eval_env(meta, "locomotion", 2, "hard", seed=1, sim_threads=1)
+    direct = evaluate_policy(env, policy, 0.1, "locomotion", seed=1)
+    for k in ("lin_vel_error", "yaw_rate_error", "falls_per_minute", "mean_reward"):
+        assert rows[-1][k] == pytest.approx(direct[k], rel=1e-12, abs=1e-12), k
+    assert all(r["lin_vel_error"] > 0 for r in rows) and len({r["lin_vel_error"] for r in rows}) == 3
 
 
 def test_until_stops_a_run_that_a_resume_finishes(tmp_path):
@@ -142,5 +152,6 @@ def test_until_stops_a_run_that_a_resume_finishes(tmp_path):
     assert main(args + ["--until", "1"]) == 0
     assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt"]
     assert main(args) == 0
-    assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt", "model_2.pt", "model_final.pt"]
+    assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt", "model_2.pt", "model_final.pt",
+                                                                       "policy.pt"]
     assert json.loads((log / "summary.json").read_text())["samples"] == 3 * 4 * 4

@@ -1,11 +1,13 @@
-"""moreau.shac on the cart-pole: a short run raises the return, checkpoints round-trip, TD(λ)
+"""moreau.trainers.shac on the cart-pole: a short run raises the return, checkpoints round-trip, TD(λ)
 targets. Small and CPU-only (a few seconds each on 2 cores)."""
 import pytest
 import torch
 
-from moreau.evaluate import episode_return, evaluate
-from moreau.shac import SHAC, SHACConfig, load_policy, main as shac_main
+from moreau.evaluation.evaluate import evaluate
+from moreau.evaluation.metrics import episode_return
 from moreau.tasks.cartpole import CartPole
+from moreau.trainers.checkpoints import load_policy
+from moreau.trainers.shac import SHAC, SHACConfig, main as shac_main
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -122,18 +124,19 @@ def test_command_line(tmp_path):
     assert shac_main(["--task", "cartpole", "--iterations", "2", "--num-envs", "8", "--horizon", "8",
                       "--logdir", str(logdir), "--no-progress"]) == 0
     assert (logdir / "model_final.pt").exists() and (logdir / "config.json").exists()
-    from moreau.evaluate import main as eval_main
+    from moreau.evaluation.evaluate import main as eval_main
     assert eval_main([str(logdir / "model_final.pt"), "--seconds", "0.5", "--num-envs", "4"]) == 0
 
 
 def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeypatch):
     """A tiny run of the "walk" preset: the checkpoint carries the task configuration (gait
-    clock, foot terms, curriculum), moreau.evaluate rebuilds that task from it alone (curriculum
+    clock, foot terms, curriculum), moreau.evaluation.evaluate rebuilds that task from it alone (curriculum
     off), honours --command / --friction / --no-push, writes its metrics as JSON and a GIF;
     log.csv has one row per iteration; --resume auto skips a finished run."""
     import json
     from PIL import Image
-    from moreau.evaluate import eval_env, main as eval_main
+    from moreau.evaluation.evaluate import eval_env, main as eval_main
+    from moreau.tasks.locomotion import quat_rotate_inverse
 
     logdir = tmp_path / "walk"
     args = ["--preset", "walk", "--iterations", "2", "--num-envs", "4", "--horizon", "4", "--logdir", str(logdir),
@@ -159,8 +162,25 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeyp
     res = json.loads(js.read_text())
     assert res["num_envs"] == 3 and res["env_steps"] == 60 and res["command"] == [0.3, 0.0, 0.2]
     assert res["contact"] == "hard" and res["trained_contact"] == "smooth" and res["iteration"] == 2
-    for k in ("lin_vel_error", "yaw_rate_error", "falls_per_minute", "trot_fraction", "stance_fraction"):
-        assert k in res and res[k] == res[k]
+    # the metrics, recomputed here from the state of the same rollout (seed 1, the checkpoint's policy):
+    # the base-frame velocity of each step's end state against the fixed command, and the feet's contacts
+    env = eval_env(meta, "locomotion", 3, "hard", command=(0.3, 0.0, 0.2), sim_threads=1)
+    obs, cmd = env.reset(), torch.tensor([0.3, 0.0, 0.2])
+    lin_err = yaw_err = trot = stance = 0.0
+    for _ in range(20):
+        obs, _, done, _ = env.step(policy(obs))
+        assert not done.any()  # no reset: env.q, env.v are the step's end state
+        lin = quat_rotate_inverse(env.q[:, 3:7], env.v[:, 0:3])
+        lin_err += (cmd[:2] - lin[:, :2]).norm(dim=1).sum().item()
+        yaw_err += (cmd[2] - env.v[:, 5]).abs().sum().item()  # v[3:6]: body-frame angular velocity
+        c = env.foot_clearance(env.q) < env.cfg.foot_contact_height  # LF, RF, LH, RH
+        trot += ((c[:, 0] == c[:, 3]) & (c[:, 1] == c[:, 2]) & (c[:, 0] != c[:, 1])).sum().item()
+        stance += c.double().mean(1).sum().item()
+    assert res["lin_vel_error"] == pytest.approx(lin_err / 60, rel=1e-4) and res["lin_vel_error"] > 0.05
+    assert res["yaw_rate_error"] == pytest.approx(yaw_err / 60, rel=1e-4) and res["yaw_rate_error"] > 0.01
+    assert res["trot_fraction"] == pytest.approx(trot / 60) and res["stance_fraction"] == pytest.approx(stance / 60)
+    assert 0 <= res["trot_fraction"] <= res["diagonal_sync"] <= 1 and 0 < res["stance_fraction"] <= 1
+    assert res["falls"] == 0 and res["falls_per_minute"] == 0.0 and res["time_outs"] == 0
     with Image.open(gif) as im:  # 0.2 s at 25 frames per second: every other control step
         assert im.n_frames == 5 and im.size[0] > 100
 
@@ -172,7 +192,7 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeyp
     assert (logdir / "log.csv").read_text() == before
 
     # the learning curve: every checkpoint (model_1, model_2, model_final = iteration 2) once, resumable
-    from moreau.learning_curve import main as curve_main
+    from moreau.evaluation.learning_curve import main as curve_main
     tiny = ["--contact", "hard", "smooth", "--num-envs", "2", "--seconds", "0.2", "--summary", str(tmp_path / "s.json")]
     assert curve_main([str(logdir)] + tiny) == 0
     rows = json.loads((logdir / "curve_hard.json").read_text())
@@ -184,8 +204,9 @@ def test_locomotion_checkpoint_rebuilds_its_task_and_evaluates(tmp_path, monkeyp
     assert summary["runs"]["walk"]["hard"]["last"]["iteration"] == 2
     assert summary["runs"]["walk"]["hard"]["first_at_bar"] is None  # two iterations do not walk
     # until_bar: nothing after the first checkpoint at the bar but the last (a bar every row meets)
-    import moreau.learning_curve as lc
-    monkeypatch.setattr(lc, "BARS", {k: float("inf") for k in lc.BARS})
+    import moreau.evaluation.learning_curve as lc
+    import moreau.evaluation.metrics as metrics
+    monkeypatch.setattr(metrics, "BARS", {k: float("inf") for k in metrics.BARS})
     rows = lc.evaluate_run(str(logdir), "hard_smooth_grad", num_envs=2, seconds=0.1, until_bar=True)
     assert [r["checkpoint"] for r in rows] == ["model_1.pt", "model_final.pt"]
     rows = lc.evaluate_run(str(logdir), "soft", num_envs=2, seconds=0.1, start=2)  # from iteration 2 on
@@ -225,10 +246,11 @@ def test_resume_restores_the_curriculum_and_the_log_columns(tmp_path):
 def test_stochastic_actor_is_reparameterised_and_evaluated_deterministically():
     """walk_noise's actor: a = tanh(mu(obs) + 0.3 eps), the gradient flowing through the noise;
     act() (evaluation) is tanh(mu(obs))."""
-    from moreau.shac import PRESETS, ActorMLP
-    assert PRESETS["walk_noise"]["shac"]["action_noise"] == 0.3
-    assert {k: v for k, v in PRESETS["walk_noise"].items() if k != "shac"} == \
-        {k: v for k, v in PRESETS["walk"].items() if k != "shac"}
+    from moreau.tasks.presets import SHAC_PRESETS
+    from moreau.trainers.networks import ActorMLP
+    assert SHAC_PRESETS["walk_noise"]["shac"]["action_noise"] == 0.3
+    assert {k: v for k, v in SHAC_PRESETS["walk_noise"].items() if k != "shac"} == \
+        {k: v for k, v in SHAC_PRESETS["walk"].items() if k != "shac"}
     torch.manual_seed(0)
     actor = ActorMLP(5, 3, (16,))
     obs = torch.randn(4096, 5)
@@ -247,8 +269,8 @@ def test_stochastic_actor_is_reparameterised_and_evaluated_deterministically():
 def test_critic_epochs_set_the_critic_steps():
     """critic_iterations x critic_minibatches Adam steps per iteration; walk_fast is walk_noise
     with 4 critic epochs instead of 16."""
-    from moreau.shac import PRESETS
-    fast, noise = PRESETS["walk_fast"], PRESETS["walk_noise"]
+    from moreau.tasks.presets import SHAC_PRESETS
+    fast, noise = SHAC_PRESETS["walk_fast"], SHAC_PRESETS["walk_noise"]
     assert fast["shac"]["critic_iterations"] == 4 and noise["shac"].get("critic_iterations", 16) == 16
     assert {k: v for k, v in fast.items() if k != "shac"} == {k: v for k, v in noise.items() if k != "shac"}
     assert {k: v for k, v in fast["shac"].items() if k != "critic_iterations"} == noise["shac"]

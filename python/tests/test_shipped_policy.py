@@ -1,4 +1,4 @@
-"""The shipped SHAC policy (results/shac_walk/policy.pt, README "SHAC walks"), trained through
+"""The shipped SHAC policy (results/shac_walk/policy.pt, results/shac_walk/README.md), trained through
 smooth contact, still walks under hard contact: rebuilt from the checkpoint alone, it tracks a
 forward command and random commands of the training ranges. Guards the task, the simulator and
 the checkpoint format against changes that would silently break the published result."""
@@ -7,8 +7,8 @@ import os
 import pytest
 import torch
 
-from moreau.evaluate import eval_env, evaluate
-from moreau.shac import load_policy
+from moreau.evaluation.evaluate import eval_env, evaluate
+from moreau.trainers.checkpoints import load_shac_policy
 
 POLICY = os.path.join(os.path.dirname(__file__), "..", "..", "results", "shac_walk", "policy.pt")
 
@@ -16,7 +16,7 @@ POLICY = os.path.join(os.path.dirname(__file__), "..", "..", "results", "shac_wa
 @pytest.fixture(scope="module")
 def policy():
     torch.set_num_threads(1)
-    return load_policy(POLICY)
+    return load_shac_policy(POLICY)
 
 
 def test_the_checkpoint_carries_its_task(policy):

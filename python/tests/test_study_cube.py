@@ -95,7 +95,7 @@ def test_quick_end_to_end(tmp_path):
     assert {r["setting"] for r in rows} == {"soft_mj100", "soft_1e5", "hard"}
     for r in rows:
         assert r["test_mse"] > 0 and r["one_step_pos_m"] > 0 and r["rollout50_pos_m"] > 0 and 1 <= r["epochs"] <= 5
-    for f in ("results.csv", "curves.json", "test_error.png", "rollout_error.png", "training_curves.png"):
+    for f in ("results.csv", "curves.json.xz", "test_error.png", "rollout_error.png", "training_curves.png"):
         assert (tmp_path / "out" / f).stat().st_size > 0
     assert SETTINGS["soft_mj100"]["contact_kn"] == pytest.approx(9.25)
     # --report on a sweep with a run still to do (one dropped): trains nothing, writes the tables
@@ -105,3 +105,7 @@ def test_quick_end_to_end(tmp_path):
     assert main(["--quick", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "data"), "--report"]) == 0
     assert len(json.loads(res.read_text())["runs"]) == 3 * 2 * 2 - 1
     assert (tmp_path / "out" / "results.csv").stat().st_size > 0
+    # --report without the data (a fresh clone): the manifest results.json keeps
+    (tmp_path / "out" / "results.csv").unlink()
+    assert main(["--quick", "--out", str(tmp_path / "out"), "--data", str(tmp_path / "no_data"), "--report"]) == 0
+    assert (tmp_path / "out" / "results.csv").stat().st_size > 0 and not (tmp_path / "no_data").exists()

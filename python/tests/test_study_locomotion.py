@@ -1,14 +1,15 @@
 """moreau.studies.locomotion --quick end to end: every method trains (tiny budgets), every run is
 evaluated under hard and its own contact, the table, plots and policies are written, and a
-second call resumes (nothing is trained again), also from the archive of a fresh clone."""
+second call resumes (nothing is trained again), also from the records of a fresh clone."""
 import json
 import os
 import shutil
 
 import pytest
+import rsl_rl  # noqa: F401  (the PPO methods need it: a missing rsl_rl fails here, it is not skipped)
+import torch
 
-pytest.importorskip("rsl_rl")
-from moreau.studies.locomotion import METHODS, main  # noqa: E402
+from moreau.studies.locomotion import METHODS, main
 
 
 def test_quick_study_end_to_end(tmp_path):
@@ -18,7 +19,8 @@ def test_quick_study_end_to_end(tmp_path):
     table = json.loads((out / "study.json").read_text())
     assert sorted(r["method"] for r in table["runs"]) == sorted(METHODS)
     for r in table["runs"]:
-        assert r["finished"] and r["samples"] > 0 and r["hard_lin_vel_error"] >= 0 and r["own_lin_vel_error"] >= 0
+        assert r["finished"] and r["samples"] > 0 and r["hard_lin_vel_error"] > 0 and r["own_lin_vel_error"] > 0
+        assert r["transfer_gap"] == pytest.approx(r["hard_lin_vel_error"] / r["own_lin_vel_error"] - 1.0)
         # hard_smooth_grad's forward is hard contact's (only its gradient is smoothed): no gap either
         assert (r["transfer_gap"] == pytest.approx(0.0)) == (r["contact"] in ("hard", "hard_smooth_grad"))
     assert set(table["ratios"]) == {f"{m}_over_shac_smooth_{w}" for m in ("ppo_hard", "ppo_smooth")
@@ -31,13 +33,21 @@ def test_quick_study_end_to_end(tmp_path):
     assert main(args) == 0  # resumes: finished runs and evaluated checkpoints are skipped
     assert {m: os.path.getmtime(runs / f"{m}_s0" / "model_final.pt") for m in METHODS} == finals
     assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]
-    for m in METHODS:  # the archive: what resumes a run, one checkpoint
+    for m in METHODS:  # the record: log, evaluations, checkpoint.json; the checkpoints stay in the run folder
         kept = sorted(os.listdir(out / "runs" / f"{m}_s0"))
-        assert [f for f in kept if f.startswith("model_")] == ["model_final.pt"], kept
-        assert {"log.csv", "curve_hard.json"} <= set(kept), kept
-    shutil.rmtree(runs / "shac_soft_s0")  # a fresh clone: the run comes back from the archive, finished
+        assert not [f for f in kept if f.endswith(".pt")], kept
+        assert {"log.csv.xz", "curve_hard.json", "checkpoint.json"} <= set(kept), kept
+        assert json.loads((out / "runs" / f"{m}_s0" / "checkpoint.json").read_text())["finished"]
+    policies = {m: torch.load(out / "policies" / f"{m}.pt", weights_only=False) for m in METHODS}
+    assert all(p["stripped"] and "critic" not in p and "critic_state_dict" not in p for p in policies.values())
+    mtimes = {m: os.path.getmtime(out / "policies" / f"{m}.pt") for m in METHODS}
+    shutil.rmtree(runs)  # a fresh clone: every run comes back from its record, finished, and nothing trains
     assert main(args) == 0
-    assert (runs / "shac_soft_s0" / "model_final.pt").exists()
+    assert not (runs / "shac_soft_s0" / "model_final.pt").exists()
+    assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]
+    assert {m: os.path.getmtime(out / "policies" / f"{m}.pt") for m in METHODS} == mtimes  # kept as they were
+    shutil.rmtree(runs)  # --no-train: the same table from the records
+    assert main(args + ["--no-train"]) == 0
     assert json.loads((out / "study.json").read_text())["runs"] == table["runs"]
 
 
@@ -90,7 +100,7 @@ def test_another_shac_preset_gives_its_task_to_ppo():
     """PPO trains on the SHAC preset's task preset (walk_fast_1m: trot_curriculum_1m, the 1 M
     warm-up); the quick SHAC iteration holds 8 envs × 4 steps."""
     from moreau.studies.locomotion import PROTOCOLS, plan
-    from moreau.tasks.locomotion import preset_kwargs
+    from moreau.tasks.presets import preset_kwargs
     shac, ppo = plan(["shac_smooth", "ppo_hard"], [0], "/nonexistent", PROTOCOLS["quick"], "walk_fast_1m",
                      until_samples=100)
     assert ppo.cmd[ppo.cmd.index("--task-preset") + 1] == "trot_curriculum_1m"

@@ -95,13 +95,26 @@ def test_contact_info_of_a_resting_cube():
 
 
 def test_views_keep_the_simulator_alive():
-    sim = moreau.Simulator(moreau.asset("cube.json"), n_env=2)
-    q = sim.q
-    del sim
+    """A view outlives its Simulator: the buffer stays allocated (the simulators made next, which
+    would be handed a freed buffer of this size, get other memory), keeps its values and takes writes."""
     import gc
 
+    sim = moreau.Simulator(moreau.asset("cube.json"), n_env=64)
+    q = sim.q
+    q[:, 2] = torch.arange(64, dtype=q.dtype)  # heights, through the view
+    expected, lo = q.clone(), q.data_ptr()
+    hi = lo + q.numel() * q.element_size()
+    del sim
     gc.collect()
-    assert q.sum().item() != 0  # still readable: the tensor owns a reference
+    others = [moreau.Simulator(moreau.asset("cube.json"), n_env=64) for _ in range(16)]
+    for o in others:
+        for t in (o.q, o.v, o.action, o.status):
+            t.fill_(-7)
+            start = t.data_ptr()
+            assert start + t.numel() * t.element_size() <= lo or start >= hi  # no overlap with q's buffer
+    assert torch.equal(q, expected)
+    q[0, 2] = 3.0
+    assert q[0, 2].item() == 3.0 and torch.equal(q[1:], expected[1:])
 
 
 def test_autograd_on_the_simulator_device_and_outputs_field_major():

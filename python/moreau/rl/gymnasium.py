@@ -24,7 +24,7 @@ per-episode means of the reward terms of the environments that ended this step (
 ``info["episode"]``; gymnasium's ``"episode"`` key is left to RecordEpisodeStatistics).
 gymnasium's observation wrappers (NormalizeObservation, ...) refuse same-step autoreset, as
 they would not transform ``final_obs``: normalise observations in the trainer (as rsl_rl and
-moreau.shac do); action, reward and statistics wrappers work. Actions: (num_envs,
+moreau.trainers.shac do); action, reward and statistics wrappers work. Actions: (num_envs,
 num_actions) in [-1, 1] (clipped by the task); ``reset(seed=s)`` seeds the task's generator
 (commands, randomisation, pushes, resets), so equal seeds give equal runs.
 """

@@ -15,14 +15,15 @@ to. ``extras``: ``"time_outs"`` (bool (num_envs,), for PPO's value bootstrapping
 did) or else ``"log"`` (the env's ``info["log"]``), both logged by rsl_rl's Logger.
 ``episode_returns`` / ``episode_lengths``: the last 100 finished episodes' summed reward and
 length in steps, kept by the adapter itself (rsl_rl's Logger keeps them only when it writes
-logs).
+logs). moreau.trainers.ppo trains with it (checkpoints, logs, resumes, torchrun);
+moreau.trainers.checkpoints.load_ppo_policy loads a trained policy.
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
 from collections import deque
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 import torch
 from rsl_rl.env import VecEnv
@@ -30,7 +31,7 @@ from tensordict import TensorDict
 
 from ..tasks.base import DiffEnv
 
-__all__ = ["RslRlVecEnv", "default_train_cfg", "PPOPolicy", "load_policy"]
+__all__ = ["RslRlVecEnv", "default_train_cfg"]
 
 
 class RslRlVecEnv(VecEnv):
@@ -140,40 +141,3 @@ def default_train_cfg(**overrides) -> Dict[str, Any]:
         else:
             cfg[k] = copy.deepcopy(v)
     return cfg
-
-
-class PPOPolicy(torch.nn.Module):
-    """The deterministic actor (the Gaussian's mean) of a moreau.train_ppo checkpoint:
-    ``policy(obs) -> actions``; ``meta`` as moreau.shac's Policy ({"env": task, contact, task
-    configuration, ...; "iteration", "env_steps", "wall_time"})."""
-
-    def __init__(self, actor: torch.nn.Module, obs_group: str, meta: Dict):
-        super().__init__()
-        self.actor = actor
-        self.obs_group = obs_group
-        self.meta = meta
-
-    @torch.no_grad()
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        td = TensorDict({self.obs_group: obs.to(torch.float32)}, batch_size=[obs.shape[0]], device=obs.device)
-        return self.actor(td)
-
-
-def load_policy(path: str, device="cpu", checkpoint: Optional[Dict] = None) -> PPOPolicy:
-    """The policy of a moreau.train_ppo checkpoint (rsl_rl's format with ``infos["moreau"]``);
-    ``checkpoint``: the file's already-loaded contents."""
-    from rsl_rl.utils import resolve_class
-    ck = checkpoint if checkpoint is not None else torch.load(path, map_location=device, weights_only=False)
-    info = (ck.get("infos") or {}).get("moreau")
-    if not info or "actor_state_dict" not in ck:
-        raise ValueError(f"{path}: not a moreau.train_ppo checkpoint (expected rsl_rl's 'actor_state_dict' and "
-                         f"infos['moreau'])")
-    cfg = info["train_cfg"]
-    group = cfg["obs_groups"]["actor"][0]
-    obs = TensorDict({group: torch.zeros(1, info["num_obs"])}, batch_size=[1])
-    cls, kw = resolve_class(cfg["actor"])
-    actor = cls(obs, cfg["obs_groups"], "actor", info["num_actions"], **kw).to(device)
-    actor.load_state_dict(ck["actor_state_dict"])
-    actor.eval()
-    return PPOPolicy(actor, group, {"config": cfg, "env": info, "iteration": info["iteration"],
-                                    "env_steps": info["env_steps"], "wall_time": info["wall_time"]})

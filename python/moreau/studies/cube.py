@@ -1,5 +1,5 @@
 """moreau.studies.cube: Study A end to end — does contact stiffness degrade learned dynamics?
-(SCIENCE.md, "Study A"; Parmar, Halm and Posa 2021.)
+(Study A, the cube study, docs/studies.md; Parmar, Halm and Posa 2021.)
 
     python3 -m moreau.studies.cube                    # the protocol below (hours on 2 cores; resumable)
     python3 -m moreau.studies.cube --quick --out /tmp/a --data /tmp/a/data   # minutes
@@ -16,13 +16,14 @@
    on the validation MSE (``--patience``, 20), the best validation state kept. An epoch is one
    pass over the training windows, or ``--epoch-windows`` windows drawn from them when there
    are more (the CPU reduction; 0 = whole passes, the paper's).
-   Splits (SCIENCE.md, ``splits``): of ``--data-tosses`` (11,000) the last ``--val-tosses`` (500)
+   Splits (docs/studies.md, ``splits``): of ``--data-tosses`` (11,000) the last ``--val-tosses`` (500)
    validate, the ``--test-tosses`` (500) before them test, the rest (0–9,999) is the training
    pool, of which a run takes the first N.
 4. Metrics per (setting, model, N): train / validation / test MSE (standardised target units);
    one-step position [m] and rotation [°] error on the test windows; ``--rollout``-step (50)
    open-loop rollout errors from the first window of each test toss long enough; training
-   curves. Written to ``--out``/results.json and results.csv (one row per run), curves.json, and
+   curves. Written to ``--out``/results.json and results.csv (one row per run), curves.json.xz
+   (the training curves, compressed; a plain curves.json is read too), and
    PNGs: test error against N (log–log, one line per setting, one panel per model),
    rollout error against N, training curves per setting. Finished runs are skipped.
 """
@@ -40,6 +41,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .._compressed import find, open_text
 from .cube_data import DT, SETTINGS, load_dataset, make_datasets, quat_exp, quat_log, quat_mul
 
 __all__ = ["WINDOW", "splits", "LSTMModel", "MLPModel", "windows", "train_model", "rollout_errors", "run", "main"]
@@ -48,7 +50,7 @@ WINDOW = 16
 
 
 def splits(tosses: int, test: int, val: int) -> Tuple[range, range, range]:
-    """(training pool, test, validation) toss ranges: SCIENCE.md's 0–9,999, 10,000–10,499 and
+    """(training pool, test, validation) toss ranges: the protocol's 0–9,999, 10,000–10,499 and
     10,500–10,999 for 11,000 tosses with 500 test and 500 validation tosses."""
     pool = tosses - test - val
     if pool <= 0:
@@ -302,9 +304,14 @@ def main(argv=None) -> int:
     if not a.report:
         make_datasets(a.data, a.settings, n=a.data_tosses)
     os.makedirs(a.out, exist_ok=True)
-    res_path, curve_path = os.path.join(a.out, "results.json"), os.path.join(a.out, "curves.json")
-    rows: List[Dict] = json.load(open(res_path))["runs"] if os.path.exists(res_path) else []
-    curves: Dict[str, List[Dict]] = json.load(open(curve_path)) if os.path.exists(curve_path) else {}
+    res_path, curve_path = os.path.join(a.out, "results.json"), os.path.join(a.out, "curves.json.xz")
+    previous: Dict = json.load(open(res_path)) if os.path.exists(res_path) else {}
+    rows: List[Dict] = previous.get("runs", [])
+    found = find(os.path.join(a.out, "curves.json"))  # curves.json.xz, or a plain curves.json of an older run
+    curves: Dict[str, List[Dict]] = {}
+    if found:
+        with open_text(found) as f:
+            curves = json.load(f)
     proto = {k: getattr(a, k) for k in ("hidden", "epochs", "patience", "epoch_windows", "lr", "batch", "data_tosses",
                                         "val_tosses", "test_tosses", "rollout", "seed")}
     todo = [] if a.report else [
@@ -321,13 +328,22 @@ def main(argv=None) -> int:
         rows = [r for r in rows if not (r["setting"] == s and r["model"] == m and r["tosses"] == n)] + [row]
         curves[f"{s}/{m}/{n}"] = curve
         for path, obj in ((res_path, {"runs": rows}), (curve_path, curves)):
-            with open(path + ".tmp", "w") as f:
+            tmp = os.path.join(os.path.dirname(path), "tmp." + os.path.basename(path))  # compressed as path is
+            with open_text(tmp, "w") as f:
                 json.dump(obj, f, indent=1)
-            os.replace(path + ".tmp", path)
+            os.replace(tmp, path)
+        if os.path.exists(os.path.join(a.out, "curves.json")):  # its curves are in curves.json.xz now
+            os.remove(os.path.join(a.out, "curves.json"))
     if not rows:
         print(f"moreau.studies.cube: no finished runs in {a.out}")
         return 0
-    manifest = json.load(open(os.path.join(a.data, "manifest.json")))
+    manifest_path = os.path.join(a.data, "manifest.json")
+    if os.path.exists(manifest_path):
+        manifest = json.load(open(manifest_path))
+    elif a.report and "data" in previous:  # --report without the data (a fresh clone): the manifest results.json keeps
+        manifest = previous["data"]
+    else:
+        raise SystemExit(f"moreau.studies.cube: no {manifest_path}: generate the data (run without --report)")
     with open(res_path, "w") as f:
         json.dump({"runs": rows, "data": manifest}, f, indent=1)
     keys = [k for k in rows[0] if k != "protocol"]

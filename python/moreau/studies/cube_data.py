@@ -1,5 +1,5 @@
-"""moreau.studies.cube_data: Study A's data (SCIENCE.md, "Study A"): batched cube tosses under
-every contact setting, motion-capture noise, datasets on disk.
+"""moreau.studies.cube_data: Study A's data (the cube study, docs/studies.md): batched cube
+tosses under every contact setting, motion-capture noise, datasets on disk.
 
 The cube (assets/robots/cube.json: 0.10 m, 0.37 kg, inertia 6.167e-4·I, box contact: its 8
 corners), time step 0.00674 s, μ = 1. Toss j starts from the reference state perturbed by
@@ -59,7 +59,7 @@ DT = 0.00674         # [s] (148 Hz)
 STEPS = 500
 FRICTION = 1.0
 G = 9.81
-# reference toss (SCIENCE.md): position, quaternion (w, x, y, z), linear velocity, angular velocity (world)
+# reference toss (docs/studies.md): position, quaternion (w, x, y, z), linear velocity, angular velocity (world)
 REFERENCE = dict(p=(0.18629883, 0.02622872, 0.12283257), quat=(-0.52503014, 0.39360754, -0.29753734, -0.67794127),
                  v=(0.01438053, 1.29095332, -0.21252927), w=(1.46313532, -4.85439428, 9.86961928))
 
@@ -139,7 +139,7 @@ def lowest_corner(q: torch.Tensor) -> torch.Tensor:
 
 
 def initial_states(n: int, seed: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(q (n, 7), v (n, 6)) of ``n`` tosses: the reference perturbed as SCIENCE.md says (v[3:6]
+    """(q (n, 7), v (n, 6)) of ``n`` tosses: the reference perturbed as the protocol says (v[3:6]
     in the body frame, moreau's free-joint convention). Draws that put a corner below the
     ground (the reference is 0.123 m up and the perturbation reaches 0.1 m: about 20 % do) are
     drawn again, so every toss starts in the air. Candidates come from one generator in blocks

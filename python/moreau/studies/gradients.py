@@ -1,7 +1,9 @@
-"""moreau.studies.gradients: how useful is each contact model's gradient (SCIENCE.md, "Going beyond").
+"""moreau.studies.gradients: how useful is each contact model's gradient (the gradient study,
+docs/studies.md).
 
     python3 -m moreau.studies.gradients                      # results/gradients/ (a few minutes)
     python3 -m moreau.studies.gradients --quick --out /tmp/g
+    python3 -m moreau.studies.gradients --report             # gradients.csv and .png from gradients.json
 
 For ANYmal under a fixed policy (default: the shipped SHAC policy, results/shac_walk/policy.pt)
 and N start states taken from that policy walking under hard contact (commands, friction and
@@ -23,7 +25,8 @@ starts (a batch gradient averages it away only as 1/N); ``grad_norm`` the median
 exploding gradient grows with H); ``fd_norm`` the median |ĝ_i|.
 Models: hard, soft, smooth at a few (k [1/m], g_max [m]) and hard_smooth_grad (hard forward,
 smooth k = 300 gradient). The rollout has no resets (a fall inside the horizon is in the return).
-Writes ``gradients.json``, ``gradients.csv`` and ``gradients.png`` under ``--out``.
+Writes ``gradients.json``, ``gradients.csv`` and ``gradients.png`` under ``--out``; ``--report``
+measures nothing and writes the table and the figure again from ``gradients.json``.
 """
 from __future__ import annotations
 
@@ -37,7 +40,11 @@ from typing import Dict, List, Tuple
 
 import torch
 
-__all__ = ["MODELS", "start_states", "returns", "measure", "main"]
+from ..evaluation.evaluate import eval_env
+from ..trainers.checkpoints import load_policy
+from ..trainers.normalization import normalize
+
+__all__ = ["MODELS", "study_env", "start_states", "returns", "measure", "write_tables", "main"]
 
 # name -> (contact mode, {sim param: value})
 MODELS: Dict[str, Tuple[str, Dict[str, float]]] = {
@@ -51,8 +58,9 @@ MODELS: Dict[str, Tuple[str, Dict[str, float]]] = {
 }
 
 
-def _env(meta: Dict, n: int, contact: str, params: Dict[str, float]):
-    from ..evaluate import eval_env
+def study_env(meta: Dict, n: int, contact: str, params: Dict[str, float]):
+    """``n`` environments of a checkpoint's task (``meta``: its policy's ``meta["env"]``) under
+    ``contact`` with the simulator parameters ``params``, no pushes (seed 0)."""
     env = eval_env(meta, "locomotion", n, contact, seed=0, sim_threads=1, push=False)
     for k, v in params.items():
         env.sim.set_param(k, [v])
@@ -63,7 +71,7 @@ def _env(meta: Dict, n: int, contact: str, params: Dict[str, float]):
 def start_states(policy, meta: Dict, n: int, seconds: float = 2.0, seed: int = 1) -> Dict[str, torch.Tensor]:
     """The states (q, v, last action, gait phase, command, friction, added base mass) of ``n``
     environments after ``seconds`` of ``policy`` under hard contact from a reset."""
-    env = _env(meta, n, "hard", {})
+    env = study_env(meta, n, "hard", {})
     env.seed(seed)
     obs = env.reset()
     for _ in range(int(round(seconds / env.dt))):
@@ -79,7 +87,6 @@ def returns(env, policy, s: Dict[str, torch.Tensor], bias: torch.Tensor, horizon
     repeated to ``env.num_envs`` rows; ``bias`` (num_envs, 12) added to the policy's actions),
     differentiable in ``bias``."""
     from .. import torch as mt
-    from ..shac import _normalize
     reps = env.num_envs // s["q"].shape[0]
     q, v, last, phase, cmd, fr, mass = (s[k].repeat(reps, *([1] * (s[k].dim() - 1)))
                                         for k in ("q", "v", "last", "phase", "cmd", "friction", "mass"))
@@ -89,7 +96,7 @@ def returns(env, policy, s: Dict[str, torch.Tensor], bias: torch.Tensor, horizon
     ret = torch.zeros(env.num_envs, dtype=q.dtype)
     out = {}
     for t in range(max(horizons)):
-        a = (policy.actor(_normalize(obs, policy.stats)) + bias).clamp(-c.clip_actions, c.clip_actions)
+        a = (policy.actor(normalize(obs, policy.stats)) + bias).clamp(-c.clip_actions, c.clip_actions)
         q1, v1 = mt.step(env.sim, q, v, env.targets(a), friction=fr, added_base_mass=mass)
         phase = torch.remainder(phase + c.gait_frequency * env.dt, 1.0)
         r = env.combine_rewards(env.reward_terms(q, v, q1, v1, a, last, cmd, zero, phase))
@@ -110,7 +117,7 @@ def measure(policy, meta: Dict, s: Dict[str, torch.Tensor], contact: str, params
             seed: int = 0) -> List[Dict]:
     """The metrics of the module docstring for one contact model, one row per H."""
     n, nu = s["q"].shape[0], 12
-    env = _env(meta, n, contact, params)
+    env = study_env(meta, n, contact, params)
     rows = []
     t0 = time.perf_counter()
     grads = {}
@@ -122,7 +129,7 @@ def measure(policy, meta: Dict, s: Dict[str, torch.Tensor], contact: str, params
     t_analytic = time.perf_counter() - t0
     gen = torch.Generator().manual_seed(seed)
     eps = torch.randn(pairs, n, nu, generator=gen)
-    fd_env = _env(meta, n * 2 * pairs, contact, params)
+    fd_env = study_env(meta, n * 2 * pairs, contact, params)
     t0 = time.perf_counter()
     with torch.no_grad():  # rows: (+ε_1, ..., +ε_M, −ε_1, ..., −ε_M), each a block of n starts
         bias = sigma * torch.cat([eps, -eps]).reshape(2 * pairs * n, nu)
@@ -173,8 +180,19 @@ def plot(path: str, table: Dict[str, List[Dict]]) -> None:
     plt.close(fig)
 
 
+def write_tables(out: str, table: Dict[str, List[Dict]]) -> None:
+    """``gradients.csv`` (one row per model and H) and ``gradients.png`` of ``table`` (gradients.json's "results")."""
+    with open(os.path.join(out, "gradients.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        keys = list(next(iter(table.values()))[0])
+        w.writerow(["model"] + keys)
+        for name, rows in table.items():
+            for r in rows:
+                w.writerow([name] + [r[k] for k in keys])
+    plot(os.path.join(out, "gradients.png"), table)
+
+
 def main(argv=None) -> int:
-    from ..evaluate import load_checkpoint
     p = argparse.ArgumentParser(prog="python3 -m moreau.studies.gradients", description=__doc__.split("\n\n")[0])
     p.add_argument("--policy", default="results/shac_walk/policy.pt")
     p.add_argument("--out", default="results/gradients")
@@ -185,12 +203,19 @@ def main(argv=None) -> int:
     p.add_argument("--sigma", type=float, default=0.05, help="perturbation scale of the action offset")
     p.add_argument("--gamma", type=float, default=0.99)
     p.add_argument("--quick", action="store_true", help="4 starts, 4 pairs, H 1 and 4, hard and smooth")
+    p.add_argument("--report", action="store_true", help="measure nothing: gradients.csv and gradients.png from "
+                   "--out/gradients.json")
     a = p.parse_args(argv)
+    if a.report:
+        with open(os.path.join(a.out, "gradients.json")) as f:
+            write_tables(a.out, json.load(f)["results"])
+        print(f"results: {a.out}")
+        return 0
     if a.quick:
         a.starts, a.pairs, a.horizons = 4, 4, [1, 4]
         a.models = [m for m in a.models if m in ("hard", "smooth k=300")] or ["hard", "smooth k=300"]
     torch.set_num_threads(1)
-    policy = load_checkpoint(a.policy)
+    policy = load_policy(a.policy)
     meta = policy.meta["env"]
     s = start_states(policy, meta, a.starts)
     table = {}
@@ -206,14 +231,7 @@ def main(argv=None) -> int:
              "horizons": sorted(a.horizons), "models": {m: MODELS[m] for m in a.models}}
     with open(os.path.join(a.out, "gradients.json"), "w") as f:
         json.dump({"protocol": proto, "results": table}, f, indent=1)
-    with open(os.path.join(a.out, "gradients.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        keys = list(next(iter(table.values()))[0])
-        w.writerow(["model"] + keys)
-        for name, rows in table.items():
-            for r in rows:
-                w.writerow([name] + [r[k] for k in keys])
-    plot(os.path.join(a.out, "gradients.png"), table)
+    write_tables(a.out, table)
     print(f"results: {a.out}")
     return 0
 

@@ -1,37 +1,46 @@
-"""moreau.studies.locomotion: Study B end to end (../shared/design/SCIENCE.md; README "Study B").
+"""moreau.studies.locomotion: Study B, the locomotion study, end to end (its protocol: docs/studies.md).
 
     python3 -m moreau.studies.locomotion                       # the full protocol (hours; resumable)
     python3 -m moreau.studies.locomotion --quick --out /tmp/b  # every stage in a few minutes
     python3 -m moreau.studies.locomotion --methods shac_smooth ppo_hard --seeds 0 1 2 --jobs 2
 
-Methods: SHAC (moreau.shac, ``--shac-preset``, default "walk_fast_1m": the shipped configuration of
-README "SHAC walks", "walk_fast", with a 1 M-sample fixed-command warm-up) through each contact model
-(shac_hard, shac_soft, shac_smooth, shac_hard_smooth_grad) and rsl_rl's PPO (moreau.train_ppo:
-legged_gym's ANYmal settings, the same task preset and reward, rewards clipped at 0 per step as
-legged_gym does) through hard and through smooth contact (ppo_hard, ppo_smooth).
+Methods: SHAC (moreau.trainers.shac, ``--shac-preset``, default "walk_fast_1m": the shipped
+configuration "walk_fast" (moreau.tasks.presets.SHAC_PRESETS) with a 1 M-sample fixed-command
+warm-up) through each contact model (shac_hard, shac_soft, shac_smooth, shac_hard_smooth_grad) and
+rsl_rl's PPO (moreau.trainers.ppo: legged_gym's ANYmal settings, the same task preset and reward,
+rewards clipped at 0 per step as legged_gym does) through hard and through smooth contact
+(ppo_hard, ppo_smooth).
 
 Stages, each resumable (a finished run or evaluation is skipped; run the command again to go on):
 1. train every method × seed, ``--jobs`` at a time (one simulator and one torch thread each), in
    ``--runs``/<method>_s<seed> (logs in <run>.out); unfinished runs resume from their newest
    checkpoint;
 2. evaluate about ``--points`` checkpoints of each run (log-spaced, the last included) with
-   moreau.learning_curve's protocol under hard contact (commands uniform in the training
-   ranges, friction and base mass randomised, pushes on, ``--eval-envs`` × ``--eval-seconds``,
-   seed 1, deterministic actions), and the last checkpoint under the run's own training contact
-   (the transfer gap);
+   moreau.evaluation.learning_curve's protocol under hard contact (commands uniform in the
+   training ranges, friction and base mass randomised, pushes on, ``--eval-envs`` ×
+   ``--eval-seconds``, seed 1, deterministic actions), and the last checkpoint under the run's
+   own training contact (the transfer gap);
 3. write under ``--out``: ``runs.csv`` / ``study.json`` (per run: samples, training seconds, the
-   first checkpoint at the bar of moreau.learning_curve.BARS (``bar_censored`` when that is the
-   first checkpoint evaluated: an upper bound, left out of the medians), the last checkpoint's
-   errors under hard and own contact, the transfer gap; per method: seeds at the bar, median samples and
-   seconds to it; the ratios of PPO's to SHAC-smooth's samples and seconds; the standing
-   baseline), ``curves.png`` (tracking error against samples, log x, one colour per method),
+   first checkpoint at the bar of the tracking criterion, moreau.evaluation.metrics.BARS
+   (``bar_censored`` when that is the first checkpoint evaluated: an upper bound, left out of the
+   medians), the last checkpoint's errors under hard and own contact, the transfer gap; per
+   method: seeds at the bar, median samples and seconds to it; the ratios of PPO's to
+   SHAC-smooth's samples and seconds; the standing baseline), ``curves.png`` (tracking error
+   against samples, log x, one colour per method),
    ``transfer.png`` (last errors, own contact vs hard), ``traces.png`` (commanded vs achieved
-   velocities of the best SHAC-smooth policy under hard contact), and ``policies/<method>.pt``
-   (each method's best finished seed's final checkpoint), and ``runs/<run>``: each run's
-   resumable state (configuration, log, cached evaluations, newest checkpoint). A run folder
-   missing under ``--runs`` (a fresh clone) is first restored from there, so the committed
-   results go on where they stopped; a SHAC run started with another preset stops the study
-   with an error rather than being resumed under this one.
+   velocities of the best SHAC-smooth policy under hard contact), ``policies/<method>.pt``
+   (each method's best finished seed's policy file: its final checkpoint stripped to what
+   evaluation loads, moreau.trainers.checkpoints.strip_checkpoint), and ``runs/<run>``: each
+   run's record (archive_run: configuration, log.csv.xz, cached evaluations, and
+   ``checkpoint.json`` naming its newest checkpoint; the checkpoints stay in ``--runs``).
+
+A run folder missing under ``--runs`` (a fresh clone) is first restored from ``--out``/runs: a
+finished run as finished (not trained again), and with ``--no-train`` every run, so that the
+tables and figures are rebuilt from the committed evaluations alone. An unfinished run whose
+archive holds no checkpoint is not restored for training: it trains from scratch, with a message
+naming the ``git show`` that brings its checkpoint back to resume from instead. A
+SHAC run started with another preset stops the study with an error rather than being resumed
+under this one.
 """
 from __future__ import annotations
 
@@ -46,8 +55,15 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive_run", "archive", "restore", "train",
-           "evaluate_runs", "summarize", "main"]
+from ..evaluation.metrics import BARS, first_at_bar
+from ..tasks.presets import SHAC_PRESETS
+from ..trainers.checkpoints import (RUN_STATE, checkpoint_state, latest_checkpoint, list_checkpoints, load_policy,
+                                    run_finished, run_state, write_policy)
+from ..trainers.runlog import compress_log, find_log
+from ..trainers.shac import SHACConfig
+
+__all__ = ["METHODS", "PROTOCOLS", "Run", "plan", "check_presets", "archive_run", "archive", "checkpoint_hint",
+           "restore_run", "restore", "train", "evaluate_runs", "summarize", "main"]
 
 # method -> (trainer, contact model it trains through)
 METHODS = {
@@ -83,12 +99,13 @@ class Run:
         self.dir = os.path.join(runs_dir, f"{method}_s{seed}")
         py = [sys.executable, "-m"]
         if self.trainer == "shac":
-            self.cmd = py + ["moreau.shac", "--preset", shac_preset, "--contact", self.contact, "--seed", str(seed),
-                             "--logdir", self.dir, "--sim-threads", "1", "--torch-threads", "1", "--resume", "auto",
-                             "--no-progress", "--device", device, "--save-interval", str(protocol["shac_save"])]
+            self.cmd = py + ["moreau.trainers.shac", "--preset", shac_preset, "--contact", self.contact,
+                             "--seed", str(seed), "--logdir", self.dir, "--sim-threads", "1", "--torch-threads", "1",
+                             "--resume", "auto", "--no-progress", "--device", device,
+                             "--save-interval", str(protocol["shac_save"])]
             self.cmd += protocol["shac_args"]
         else:
-            self.cmd = py + ["moreau.train_ppo", "--task", "locomotion", "--task-preset", task_preset, "--contact",
+            self.cmd = py + ["moreau.trainers.ppo", "--task", "locomotion", "--task-preset", task_preset, "--contact",
                              self.contact, "--seed", str(seed), "--log-dir", self.dir, "--n-threads", "1",
                              "--torch-threads", "1", "--resume", "auto", "--eval-steps", "0", "--device", device]
             self.cmd += protocol["ppo_args"]
@@ -102,15 +119,14 @@ class Run:
         def arg(flag: str, default: int) -> int:
             return int(self.cmd[self.cmd.index(flag) + 1]) if flag in self.cmd else default
         if self.trainer == "shac":
-            from ..shac import PRESETS, SHACConfig
-            pre = PRESETS[shac_preset]
+            pre = SHAC_PRESETS[shac_preset]
             return arg("--num-envs", pre["num_envs"]) * arg("--horizon", pre["shac"].get("horizon", SHACConfig.horizon))
         from ..rl.rsl_rl import default_train_cfg
         return arg("--num-envs", 64) * arg("--steps-per-env", default_train_cfg()["num_steps_per_env"])
 
     @property
     def finished(self) -> bool:
-        return os.path.exists(os.path.join(self.dir, "model_final.pt"))
+        return run_finished(self.dir)
 
     @property
     def name(self) -> str:
@@ -119,28 +135,37 @@ class Run:
 
 def plan(methods: List[str], seeds: List[int], runs_dir: str, protocol: Dict, shac_preset: str = "walk_fast_1m",
          device: str = "cpu", until_samples: Optional[float] = None) -> List[Run]:
-    from ..shac import PRESETS
-    task_preset = PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
+    task_preset = SHAC_PRESETS[shac_preset]["task_preset"]  # PPO trains on SHAC's task
     return [Run(m, s, runs_dir, protocol, shac_preset, task_preset, device, until_samples)
             for s in seeds for m in methods]
 
 
 def _state_files(run_dir: str) -> List[str]:
-    """What resumes a run: its configuration, log, cached evaluations and newest checkpoint."""
-    from ..learning_curve import checkpoints
-    names = [f for f in sorted(os.listdir(run_dir)) if f in ("config.json", "log.csv")
+    """A run's record: its configuration and cached evaluations (the log and RUN_STATE apart)."""
+    names = [f for f in sorted(os.listdir(run_dir)) if f == "config.json"
              or (f.startswith("curve_") and f.endswith(".json"))]
-    cks = checkpoints(run_dir)
-    return [os.path.join(run_dir, f) for f in names] + cks[-1:]
+    return [os.path.join(run_dir, f) for f in names]
 
 
 def archive_run(run_dir: str, dest: str) -> None:
-    """``dest`` holds ``run_dir``'s resumable state only (_state_files: configuration, log, cached
-    evaluations, newest checkpoint; a few MB, small enough to commit), replacing what was there."""
+    """``dest`` holds ``run_dir``'s record, replacing what was there: configuration, cached
+    evaluations, the log as ``log.csv.xz`` (moreau.trainers.runlog.compress_log: tens of kB) and
+    RUN_STATE (``checkpoint.json``) describing the newest checkpoint, which is not copied (the
+    checkpoints, the resumable state, stay in ``run_dir``; a run without one, itself restored
+    from an archive, keeps the RUN_STATE it came with)."""
+    newest = latest_checkpoint(run_dir)
+    state = checkpoint_state(newest) if newest else run_state(run_dir)
+    log = find_log(run_dir)
     shutil.rmtree(dest, ignore_errors=True)
     os.makedirs(dest)
     for f in _state_files(run_dir):
         shutil.copy2(f, dest)
+    if log:
+        compress_log(log, os.path.join(dest, "log.csv.xz"))
+    if state:
+        with open(os.path.join(dest, RUN_STATE), "w") as f:
+            json.dump(state, f, indent=1)
+            f.write("\n")
 
 
 def archive(runs: List[Run], dest: str) -> None:
@@ -150,21 +175,41 @@ def archive(runs: List[Run], dest: str) -> None:
             archive_run(r.dir, os.path.join(dest, r.name))
 
 
-def restore(runs: List[Run], src: str) -> List[Run]:
-    """Seeds every run folder that does not exist from ``src``/<run> (an archive's), so that a
-    fresh clone goes on from the committed runs; returns the runs restored."""
-    done = []
-    for r in runs:
-        a = os.path.join(src, r.name)
-        if os.path.isdir(a) and not os.path.exists(r.dir):
-            shutil.copytree(a, r.dir)
-            done.append(r)
-    return done
+def checkpoint_hint(archive: str) -> str:
+    """How to bring back the newest checkpoint an archived run was recorded with (RUN_STATE)."""
+    state = run_state(archive) or {}
+    name = state.get("checkpoint", "its newest checkpoint")
+    if state.get("commit") and state.get("path"):
+        return f"to resume instead: git show {state['commit']}:{state['path']} > {os.path.join(archive, name)}"
+    return f"its newest checkpoint, {name}, stayed in the runs folder it trained in"
+
+
+def restore_run(archive: str, run_dir: str, training: bool = True, done: bool = False) -> bool:
+    """Copies ``archive`` (archive_run's) to ``run_dir`` when ``run_dir`` does not exist; returns
+    whether it did. With ``training``, only a run with something to go on from is restored: a
+    finished one (RUN_STATE), one whose archive has a checkpoint, or one ``done`` says has gone as
+    far as asked; another trains from scratch, and a message says how to bring its checkpoint
+    back. Without, any is (its cached evaluations and log are what a report needs)."""
+    if not os.path.isdir(archive) or os.path.exists(run_dir):
+        return False
+    if training and not (done or run_finished(archive) or list_checkpoints(archive)):
+        print(f"moreau.studies: {run_dir} is unfinished and its record {archive} holds no checkpoint to resume "
+              f"from: it trains from scratch ({checkpoint_hint(archive)})", file=sys.stderr)
+        return False
+    shutil.copytree(archive, run_dir)
+    return True
+
+
+def restore(runs: List[Run], src: str, training: bool = True) -> List[Run]:
+    """restore_run of every run from ``src``/<run>, so that a fresh clone goes on from the
+    committed runs (with ``training``) or rebuilds the tables from them (without); returns the
+    runs restored."""
+    return [r for r in runs if restore_run(os.path.join(src, r.name), r.dir, training)]
 
 
 def check_presets(runs: List[Run], shac_preset: str) -> None:
     """Stops before a SHAC run trained with another preset is resumed under ``shac_preset`` (its
-    config.json, written by moreau.shac, names the preset it was started with)."""
+    config.json, written by moreau.trainers.shac, names the preset it was started with)."""
     for r in runs:
         cfg = os.path.join(r.dir, "config.json")
         if r.trainer != "shac" or not os.path.exists(cfg):
@@ -180,7 +225,7 @@ def _progress(total: int, desc: str):
     try:
         from tqdm import tqdm
         return tqdm(total=total, desc=desc, dynamic_ncols=True)
-    except ImportError:  # tqdm is in the README's set-up; without it, no bar
+    except ImportError:  # tqdm comes with scripts/setup.sh; without it, no bar
         return None
 
 
@@ -210,9 +255,9 @@ def train(runs: List[Run], jobs: int = 2) -> List[Run]:
 
 def evaluate_runs(runs: List[Run], protocol: Dict) -> Dict[str, Dict[str, List[Dict]]]:
     """run name -> {"hard": curve rows, "own": the last checkpoint's row under its own contact}
-    (moreau.learning_curve.evaluate_run; cached in each run's curve_<contact>.json)."""
+    (moreau.evaluation.learning_curve.evaluate_run; cached in each run's curve_<contact>.json)."""
     import torch
-    from ..learning_curve import evaluate_run
+    from ..evaluation.learning_curve import evaluate_run
     torch.set_num_threads(1)
     out = {}
     bar = _progress(len(runs), "evaluate")
@@ -237,7 +282,6 @@ def _median(xs: List[float]) -> Optional[float]:
 
 def summarize(runs: List[Run], curves: Dict[str, Dict[str, List[Dict]]], baseline: Optional[Dict] = None) -> Dict:
     """The study's table: per run and per method (see the module docstring)."""
-    from ..learning_curve import BARS, first_at_bar
     keep = ("lin_vel_error", "yaw_rate_error", "falls_per_minute", "trot_fraction")
     rows, methods = [], {}
     for r in runs:
@@ -277,15 +321,17 @@ def summarize(runs: List[Run], curves: Dict[str, Dict[str, List[Dict]]], baselin
     return {"bars": BARS, "runs": rows, "methods": per_method, "ratios": ratios, "standing_baseline": baseline}
 
 
-def standing_baseline(run: Run, protocol: Dict) -> Optional[Dict]:
-    """The protocol's metrics of zero actions (the default pose held) on the run's task, hard contact."""
+def standing_baseline(run: Run, protocol: Dict, policy: Optional[str] = None) -> Optional[Dict]:
+    """The protocol's metrics of zero actions (the default pose held) on the run's task, hard
+    contact; the task from the run's newest checkpoint, else from ``policy`` (a policy file of
+    the same method: an archived run has no checkpoint)."""
     import torch
-    from ..evaluate import eval_env, evaluate, load_checkpoint
-    from ..learning_curve import checkpoints
-    cks = checkpoints(run.dir) if os.path.isdir(run.dir) else []
+    from ..evaluation.evaluate import eval_env, evaluate
+    cks = list_checkpoints(run.dir) or [p for p in (os.path.join(run.dir, "policy.pt"), policy)
+                                        if p and os.path.exists(p)]
     if not cks:
         return None
-    meta = load_checkpoint(cks[-1]).meta["env"]
+    meta = load_policy(cks[-1]).meta["env"]
     env = eval_env(meta, "locomotion", protocol["eval_envs"], "hard", seed=1, sim_threads=1)
     return evaluate(env, lambda obs: torch.zeros(obs.shape[0], env.num_actions), protocol["eval_seconds"],
                     "locomotion", seed=1)
@@ -295,7 +341,6 @@ def plot(out: str, runs: List[Run], curves: Dict, table: Dict) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from ..learning_curve import BARS
 
     colours = dict(zip(METHODS, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
@@ -349,9 +394,9 @@ def main(argv=None) -> int:
                    "runs/study_b_<preset>_quick; runs/study_b for walk_fast)")
     p.add_argument("--out", default=None, help="results (default results/study_b_<preset>, "
                    "runs/study_b_<preset>_quick/results; results/study_b for walk_fast)")
-    p.add_argument("--shac-preset", default="walk_fast_1m", help="moreau.shac preset of every SHAC run (default "
-                   "walk_fast_1m: walk_fast, the shipped one, with a 1 M-sample warm-up; its task preset is PPO's "
-                   "too)")
+    p.add_argument("--shac-preset", default="walk_fast_1m", help="SHAC preset (moreau.tasks.presets) of every SHAC "
+                   "run (default walk_fast_1m: walk_fast, the shipped one, with a 1 M-sample warm-up; its task "
+                   "preset is PPO's too)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained side by side (one core each)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-train", action="store_true", help="evaluate and summarise what is there")
@@ -364,7 +409,7 @@ def main(argv=None) -> int:
     runs_dir = a.runs or (f"runs/{name}_quick" if a.quick else f"runs/{name}")
     out = a.out or (os.path.join(runs_dir, "results") if a.quick else f"results/{name}")
     runs = plan(a.methods, a.seeds, runs_dir, protocol, a.shac_preset, a.device, a.until_samples)
-    for r in restore(runs, os.path.join(out, "runs")):
+    for r in restore(runs, os.path.join(out, "runs"), training=not a.no_train):
         print(f"moreau.studies.locomotion: {r.name} restored from {os.path.join(out, 'runs')}")
     check_presets(runs, a.shac_preset)
     if not a.no_train:
@@ -374,7 +419,7 @@ def main(argv=None) -> int:
     curves = evaluate_runs(runs, protocol)
     archive(runs, os.path.join(out, "runs"))
     ref = next((r for r in runs if r.method == "shac_smooth"), runs[0])
-    table = summarize(runs, curves, standing_baseline(ref, protocol))
+    table = summarize(runs, curves, standing_baseline(ref, protocol, os.path.join(out, "policies", f"{ref.method}.pt")))
     table["protocol"] = {"name": "quick" if a.quick else "full", **protocol, "shac_preset": a.shac_preset,
                          "seeds": a.seeds}
     os.makedirs(out, exist_ok=True)
@@ -391,11 +436,17 @@ def main(argv=None) -> int:
     for m, rs in {m: [r for r in table["runs"] if r["method"] == m and r["finished"]] for m in a.methods}.items():
         if rs:  # the best finished seed: lowest planar + yaw error under hard contact
             best = min(rs, key=lambda r: r["hard_lin_vel_error"] + r["hard_yaw_rate_error"])
-            shutil.copy(os.path.join(runs_dir, f"{m}_s{best['seed']}", "model_final.pt"),
-                        os.path.join(out, "policies", f"{m}.pt"))
+            run_dir, dst = os.path.join(runs_dir, f"{m}_s{best['seed']}"), os.path.join(out, "policies", f"{m}.pt")
+            src = next((p for p in (os.path.join(run_dir, "policy.pt"), os.path.join(run_dir, "model_final.pt"))
+                        if os.path.exists(p)), None)
+            if src:
+                write_policy(src, dst)  # stripped; a dst holding the same policy is left as it is
+            elif not os.path.exists(dst):
+                print(f"moreau.studies.locomotion: {m}: {run_dir} (restored from an archive) has no final checkpoint "
+                      f"to write {dst} from", file=sys.stderr)
     best = os.path.join(out, "policies", "shac_smooth.pt")
     if os.path.exists(best):
-        from ..evaluate import main as evaluate_main
+        from ..evaluation.evaluate import main as evaluate_main
         evaluate_main([best, "--contact", "hard", "--num-envs", str(protocol["eval_envs"]), "--seconds",
                        str(protocol["eval_seconds"]), "--sim-threads", "1", "--plot", os.path.join(out, "traces.png"),
                        "--json", os.path.join(out, "shac_smooth_hard.json")])

@@ -3,35 +3,39 @@
     python3 -m moreau.studies.screen --name noise03 --seeds 0 1 2 3 4 -- --action-noise 0.3
     python3 -m moreau.studies.screen --name noise03 --report        # evaluate what is there, the table
 
-The README's reliability question (issue 12: the shipped preset must reach the tracking bar in
-4 of 5 seeds) costs about 1,100 iterations a seed to answer at the bar. In every seed run so far
-the outcome was decided much earlier: a seed either "jumps" from standing (mean step reward
-≈ 0.016) to trotting (≈ 0.027) or stays standing, and every seed that jumped reached the bar.
-So a screen trains each seed to ``--until`` (default 600: the end of the fixed-command warm-up
-plus 100 iterations, with the schedules of the full 2,500-iteration run) and reports two signs
-of the jump: the first iteration where the mean step reward averaged over the last 50
+The reliability question (does a preset meet the tracking criterion, moreau.evaluation.metrics.BARS,
+in at least 4 of 5 seeds?) costs about 1,100 iterations a seed to answer at the bar. In every
+seed run so far the outcome was decided much earlier: a seed either "jumps" from standing (mean
+step reward ≈ 0.016) to trotting (≈ 0.027) or stays standing, and every seed that jumped reached
+the bar. So a screen trains each seed to ``--until`` (default 600: the end of the fixed-command
+warm-up plus 100 iterations, with the schedules of the full 2,500-iteration run) and reports two
+signs of the jump: the first iteration where the mean step reward averaged over the last 50
 iterations exceeds 0.02 (a training statistic: exploration noise lowers it), and the planar
 tracking error of the deterministic policy at ``--until`` under hard contact with
-moreau.learning_curve's protocol (standing scores 0.72-0.81 m/s; the seeds that jumped by
-iteration 600 scored 0.24-0.32 there), counted as trotting below ``TROTTING`` = 0.5 m/s.
-Runs are resumable (``--resume auto``); each seed's log and newest checkpoint are copied
-to ``--out``/<name>/walk_s<seed>/ with a ``screen.json`` summary, so a promising configuration
-goes on to the bar with ``moreau.shac --resume`` from there.
+moreau.evaluation.learning_curve's protocol (standing scores 0.72-0.81 m/s; the seeds that jumped
+by iteration 600 scored 0.24-0.32 there), counted as trotting below ``TROTTING`` = 0.5 m/s.
+Runs are resumable (``--resume auto``); each seed's record (moreau.studies.locomotion.archive_run:
+configuration, log.csv.xz, evaluation, and checkpoint.json naming the newest checkpoint, which
+stays in ``--runs``) is written to ``--out``/<name>/walk_s<seed>/ with a ``screen.json`` summary,
+so a promising configuration goes on to the bar with ``moreau.trainers.shac --resume`` from its
+run folder. A seed missing under ``--runs`` (a fresh clone) is restored from that record when it
+reached ``--until`` (not trained again) or for ``--report`` (the summary needs its log and
+evaluation); otherwise it trains from scratch, with a message naming the ``git show`` that
+brings its checkpoint back to resume from.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-from ..learning_curve import checkpoints
-from .locomotion import archive_run
+from ..trainers.checkpoints import list_checkpoints, run_state
+from ..trainers.runlog import find_log, read_log
+from .locomotion import archive_run, restore_run
 
 __all__ = ["jump_iteration", "summarize", "main"]
 
@@ -42,8 +46,7 @@ TROTTING = 0.5    # [m/s] planar error under hard contact: standing 0.72-0.81, t
 
 def _mean_rewards(log_csv: str) -> Dict[int, float]:
     """iteration -> mean step reward, the last row of an iteration winning (a resume repeats rows)."""
-    with open(log_csv) as f:
-        return {int(r["iteration"]): float(r["mean_reward"]) for r in csv.DictReader(f)}
+    return {int(r["iteration"]): float(r["mean_reward"]) for r in read_log(log_csv)}
 
 
 def jump_iteration(log_csv: str, threshold: float = THRESHOLD, window: int = WINDOW) -> Optional[int]:
@@ -67,8 +70,8 @@ def summarize(run_dirs: Dict[int, str], until: int) -> Dict:
     and how many trot."""
     seeds = {}
     for seed, d in sorted(run_dirs.items()):
-        log = os.path.join(d, "log.csv")
-        if not os.path.exists(log):
+        log = find_log(d)  # log.csv, or the archive's log.csv.xz
+        if log is None:
             seeds[str(seed)] = {"iterations": 0}
             continue
         rew = _mean_rewards(log)
@@ -95,9 +98,9 @@ def main(argv=None) -> int:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
     p = argparse.ArgumentParser(prog="python3 -m moreau.studies.screen", description=__doc__.split("\n\n")[0],
-                                epilog="arguments after -- go to moreau.shac (over the preset)")
+                                epilog="arguments after -- go to moreau.trainers.shac (over the preset)")
     p.add_argument("--name", required=True, help="the configuration's name (folder under --runs and --out)")
-    p.add_argument("--preset", default="walk", help="moreau.shac preset to change (default walk)")
+    p.add_argument("--preset", default="walk", help="moreau.trainers.shac preset to change (default walk)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--until", type=int, default=600, help="iterations each seed trains (default 600)")
     p.add_argument("--jobs", type=int, default=2, help="seeds trained side by side, one core each")
@@ -113,26 +116,29 @@ def main(argv=None) -> int:
     if a.report and not extra and os.path.exists(os.path.join(out, "screen.json")):
         with open(os.path.join(out, "screen.json")) as f:  # a report keeps the options the seeds trained with
             extra = json.load(f).get("shac_args", [])
-    for s, d in dirs.items():  # a fresh clone resumes from what was committed
+    def reached(d: str) -> bool:  # trained to --until (a restored record: its checkpoint.json says so)
+        state = run_state(d)
+        return bool(state and (state.get("iteration") or 0) >= a.until)
+
+    for s, d in dirs.items():  # a fresh clone goes on from what was committed
         src = os.path.join(out, f"walk_s{s}")
-        if not os.path.exists(d) and os.path.isdir(src):
-            shutil.copytree(src, d)
+        restore_run(src, d, training=not a.report, done=reached(src))
 
     def one(seed: int) -> int:
         d = dirs[seed]
         os.makedirs(d, exist_ok=True)
-        train = [sys.executable, "-m", "moreau.shac", "--preset", a.preset, "--seed", str(seed), "--logdir", d,
+        train = [sys.executable, "-m", "moreau.trainers.shac", "--preset", a.preset, "--seed", str(seed), "--logdir", d,
                  "--sim-threads", "1", "--torch-threads", "1", "--resume", "auto", "--until", str(a.until),
                  "--no-progress"] + extra
-        evaluate = [sys.executable, "-m", "moreau.learning_curve", d, "--last", "--contact", "hard",
+        evaluate = [sys.executable, "-m", "moreau.evaluation.learning_curve", d, "--last", "--contact", "hard",
                     "--sim-threads", "1", "--plot", "none", "--num-envs", str(a.eval_envs),
                     "--seconds", str(a.eval_seconds)]  # cached in curve_hard.json: evaluated once
         with open(d + ".out", "a") as f:
             def run(cmd):
                 env = dict(os.environ, OMP_NUM_THREADS="1")
                 return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
-            rc = 0 if a.report else run(train)
-            if rc == 0 and checkpoints(d):
+            rc = 0 if a.report or (not list_checkpoints(d) and reached(d)) else run(train)
+            if rc == 0 and list_checkpoints(d):
                 rc = run(evaluate)
         archive_run(d, os.path.join(out, f"walk_s{seed}"))
         return rc

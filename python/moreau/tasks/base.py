@@ -3,7 +3,7 @@
 A ``DiffEnv`` holds ``num_envs`` copies of one task on the simulator's device, as torch tensors.
 It is written once and consumed by two kinds of trainers:
 
-- gradient-based ones (SHAC, moreau.shac): torch grad mode on, actions produced by a policy that
+- gradient-based ones (SHAC, moreau.trainers.shac): torch grad mode on, actions produced by a policy that
   requires grad; ``obs`` and ``reward`` returned by ``step`` are then differentiable with respect
   to the actions and to the state before the step (through ``moreau.torch.step``), across any
   number of steps until ``detach()`` cuts the graph (SHAC's horizon boundary);

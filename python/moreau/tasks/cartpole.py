@@ -49,7 +49,7 @@ class CartPole(DiffEnv):
 
     num_obs = 4
     num_actions = 1
-    balanced_angle = 0.2  # |θ| below this counts as balanced (moreau.evaluate)
+    balanced_angle = 0.2  # |θ| below this counts as balanced (moreau.evaluation.metrics)
 
     def __init__(self, num_envs: int = 64, device="cpu", contact="none", seed: int = 0,
                  max_episode_length: int = 300, max_angle: float = 0.8, max_cart: float = 1.5,

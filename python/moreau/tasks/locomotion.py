@@ -1,5 +1,6 @@
-"""ANYmal C velocity-command tracking on flat ground (SCIENCE.md Study B; legged_gym's flat
-ANYmal C task without its actuator network), as a batched differentiable environment.
+"""ANYmal C velocity-command tracking on flat ground (the locomotion study, docs/studies.md;
+legged_gym's flat ANYmal C task without its actuator network), as a batched differentiable
+environment.
 
 Robot and control: assets/robots/anymal_c.json; physics h = 0.005 s, decimation 4 (50 Hz
 control, dt = 0.02 s); PD servos kp = 80, kd = 2, torque limit 80 N m (the simulator's position
@@ -33,7 +34,8 @@ ANYmal: a differentiable stand-in for the fall that ``termination`` penalises wi
 ``action_rate`` |a − a_prev|², ``torques`` |τ|² with τ = clip(kp (target − q_j) − kd q̇_j, ±80)
 computed from the state before the step (the torque of the step's first physics substep),
 ``dof_acc`` |(q̇_j' − q̇_j) / dt|², ``termination`` (1 on a failure, not on a time-out), and
-the gait-shaping terms (weight 0 by default; the "trot" preset, ``PRESETS``, sets them), with
+the gait-shaping terms (weight 0 by default; the "trot" task preset of moreau.tasks.presets
+sets them), with
 foot clearances c_j (sphere bottom above the ground) from moreau.kinematics at the step's end:
 ``feet_height`` Σ_j (c_j − ``foot_height_apex`` · max(0, sin 2πφ_j))² (swing-foot height
 tracking; needs the gait clock), ``foot_slip`` Σ_j [c_j < ``foot_contact_height``] ·
@@ -74,7 +76,6 @@ v[3:6] body-frame angular velocity; quaternion (w, x, y, z).
 """
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Optional, Tuple
@@ -87,7 +88,7 @@ from moreau.kinematics import Kinematics
 
 from .base import DiffEnv
 
-__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate_inverse", "REWARD_TERMS", "PRESETS", "preset_kwargs",
+__all__ = ["LocomotionConfig", "Locomotion", "quat_rotate", "quat_rotate_inverse", "REWARD_TERMS", "FOOT_TERMS",
            "config_to_dict", "config_from_dict"]
 
 REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height",
@@ -163,40 +164,6 @@ class LocomotionConfig:
     push_robots: bool = True
     push_interval_s: float = 15.0
     max_push_vel: float = 0.5
-
-
-# Named task configurations: keyword overrides of LocomotionConfig (reward_weights: partial).
-PRESETS: Dict[str, Dict] = {
-    "default": {},  # legged_gym's flat ANYmal C
-    # a 2 Hz trot clock and swing-foot height tracking (the gait shaping SHAC needs to step)
-    "trot": dict(gait_frequency=2.0, reward_weights={"feet_height": -30.0}),
-    # the same with a command curriculum: 4 M samples at 0.5 m/s forward, then the ranges grow from
-    # a quarter to all of command_ranges over 8 M samples
-    "trot_curriculum": dict(gait_frequency=2.0, reward_weights={"feet_height": -30.0},
-                            curriculum_command=(0.5, 0.0, 0.0), curriculum_warmup_samples=4e6,
-                            curriculum_start_scale=0.25, curriculum_ramp_samples=8e6),
-}
-# trot_curriculum gated by tracking: the warm-up lasts until r̄ ≥ 0.8 (|v_xy error| ≲ 0.24 m/s),
-# the ramp advances only while r̄ ≥ 0.8
-PRESETS["trot_gated"] = dict(PRESETS["trot_curriculum"], curriculum_tracking_threshold=0.8)
-# trot_curriculum with a 1 M-sample warm-up: SHAC tracks 0.5 m/s within about 1 M samples, and the
-# rest of the 4 M warm-up only delays the ramp (README "SHAC walks", screen warmup1m)
-PRESETS["trot_curriculum_1m"] = dict(PRESETS["trot_curriculum"], curriculum_warmup_samples=1e6)
-
-
-def preset_kwargs(preset: Optional[str] = None, overrides: Optional[Dict] = None) -> Dict:
-    """LocomotionConfig keyword arguments of a PRESETS entry with ``overrides`` (a JSON-like
-    dict: its reward_weights merge into the preset's, lists become tuples) on top."""
-    kw: Dict = {}
-    if preset:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown locomotion task preset {preset!r} (have {sorted(PRESETS)})")
-        kw.update(copy.deepcopy(PRESETS[preset]))
-    extra = copy.deepcopy(overrides or {})
-    if "reward_weights" in extra and "reward_weights" in kw:
-        extra["reward_weights"] = {**kw["reward_weights"], **extra["reward_weights"]}
-    kw.update(extra)
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in kw.items()}
 
 
 def config_to_dict(cfg: "LocomotionConfig") -> Dict:

@@ -1,0 +1,184 @@
+"""moreau.evaluation.metrics: what an evaluation measures, and the tracking criterion.
+
+Over every environment and control step of a rollout (environments that end are reset inside
+the env's step, so each is simulated for the whole rollout):
+
+- every task: ``mean_reward`` per control step, ``falls`` (failures: base too low or tilted, a
+  fatal simulator status, a dropped pole; time-outs are not falls), ``falls_per_minute`` per
+  environment-minute, ``time_outs``;
+- locomotion (``LocomotionMetrics``): ``lin_vel_error`` the mean planar |cmd_xy − v_xy| [m/s] and
+  ``yaw_rate_error`` the mean |cmd_ωz − ω_z| [rad/s] (base frame, the velocity of each step's end
+  state, before any reset); with a gait clock, how the feet move (a foot is in contact when its
+  clearance is below the task's ``foot_contact_height``): ``trot_fraction`` the fraction of
+  environment-steps whose contact pattern is a trot (LF = RH ≠ RF = LH), ``diagonal_sync`` the
+  fraction with LF = RH and RF = LH, ``stance_fraction`` the feet's mean time in contact;
+- cart-pole (``CartPoleMetrics``): ``balanced_fraction``, the fraction of environment-steps with
+  the pole within ``CartPole.balanced_angle`` (0.2 rad) of upright.
+
+The tracking criterion (``BARS``) a walking policy meets: planar error ≤ 0.2 m/s, yaw-rate error
+≤ 0.25 rad/s and at most 1 fall per minute (``meets_bars``; ``first_at_bar`` of a learning curve).
+
+``first_episodes`` / ``episode_return``: the return of each environment's first episode from a
+reset (training-time checks of a policy).
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+
+__all__ = ["BARS", "meets_bars", "first_at_bar", "achieved_velocity", "foot_contacts", "RolloutMetrics",
+           "LocomotionMetrics", "CartPoleMetrics", "rollout_metrics", "first_episodes", "episode_return"]
+
+# The tracking criterion: metric -> largest value that meets it.
+BARS = {"lin_vel_error": 0.2, "yaw_rate_error": 0.25, "falls_per_minute": 1.0}
+
+
+def meets_bars(metrics: Dict, bars: Optional[Dict[str, float]] = None) -> bool:
+    """Whether ``metrics`` meet every bar of ``bars`` (default ``BARS``, the tracking criterion)."""
+    bars = BARS if bars is None else bars
+    return all(metrics[k] <= v for k, v in bars.items())
+
+
+def first_at_bar(rows: List[Dict], bars: Optional[Dict[str, float]] = None) -> Optional[Dict]:
+    """The first row (fewest samples, in the rows' order) that meets every bar, or None."""
+    for r in rows:
+        if meets_bars(r, bars):
+            return r
+    return None
+
+
+def achieved_velocity(env, obs: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The base's linear and angular velocity (num_envs, 3) each, base frame, read back from a
+    locomotion observation (its first six entries, scaled by ``env.cfg.obs_scales``)."""
+    s = env.cfg.obs_scales
+    return obs[:, 0:3] / s["lin_vel"], obs[:, 3:6] / s["ang_vel"]
+
+
+def foot_contacts(env) -> torch.Tensor:
+    """(num_envs, 4) bool: which feet (LF, RF, LH, RH) of the env's current state are in contact
+    (clearance below ``foot_contact_height``)."""
+    return env.foot_clearance(env.q) < env.cfg.foot_contact_height
+
+
+class RolloutMetrics:
+    """Sums over the environment-steps of a rollout of ``env``: ``update`` after each step with
+    what it returned, ``result()`` the metrics (every task's)."""
+
+    def __init__(self, env):
+        self.env = env
+        self.steps = 0
+        self.rew_sum = 0.0
+        self.falls = 0
+        self.timeouts = 0
+
+    def update(self, rew: torch.Tensor, done: torch.Tensor, info: Dict, cmd: Optional[torch.Tensor] = None) -> None:
+        """One control step: its reward, done and info; ``cmd`` the commands the step ran under."""
+        self.steps += 1
+        self.rew_sum += rew.double().sum().item()
+        time_outs = info.get("time_outs", torch.zeros_like(done))
+        self.falls += int((done & ~time_outs).sum())
+        self.timeouts += int(time_outs.sum())
+
+    @property
+    def samples(self) -> int:
+        return self.steps * self.env.num_envs
+
+    def result(self) -> Dict[str, float]:
+        samples = self.samples
+        minutes = samples * self.env.dt / 60.0
+        return {"env_steps": samples, "num_envs": self.env.num_envs, "seconds": self.steps * self.env.dt,
+                "mean_reward": self.rew_sum / samples, "falls_per_minute": self.falls / minutes,
+                "falls": self.falls, "time_outs": self.timeouts}
+
+
+class LocomotionMetrics(RolloutMetrics):
+    """RolloutMetrics with the velocity-tracking errors and, with a gait clock, the foot pattern
+    (see the module docstring). ``velocity``: the last step's achieved (linear, angular) velocity."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.clock = env.cfg.gait_frequency > 0
+        self.lin_err = self.ang_err = 0.0
+        self.trot = self.sync = self.stance = 0.0
+        self.velocity: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+
+    def update(self, rew, done, info, cmd=None) -> None:
+        super().update(rew, done, info)
+        lin, ang = self.velocity = achieved_velocity(self.env, info["obs_before_reset"])
+        self.lin_err += (cmd[:, :2] - lin[:, :2]).norm(dim=1).double().sum().item()
+        self.ang_err += (cmd[:, 2] - ang[:, 2]).abs().double().sum().item()
+        if self.clock:
+            c = foot_contacts(self.env)  # LF, RF, LH, RH
+            diag = (c[:, 0] == c[:, 3]) & (c[:, 1] == c[:, 2])
+            self.sync += diag.double().sum().item()
+            self.trot += (diag & (c[:, 0] != c[:, 1])).double().sum().item()
+            self.stance += c.double().mean(1).sum().item()
+
+    def result(self) -> Dict[str, float]:
+        res = super().result()
+        samples = self.samples
+        res["lin_vel_error"] = self.lin_err / samples
+        res["yaw_rate_error"] = self.ang_err / samples
+        if self.clock:
+            res["trot_fraction"] = self.trot / samples
+            res["diagonal_sync"] = self.sync / samples
+            res["stance_fraction"] = self.stance / samples
+        return res
+
+
+class CartPoleMetrics(RolloutMetrics):
+    """RolloutMetrics with the balanced fraction (pole within ``env.balanced_angle`` of upright)."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.balanced = 0.0
+
+    def update(self, rew, done, info, cmd=None) -> None:
+        super().update(rew, done, info)
+        ob = info["obs_before_reset"]
+        self.balanced += (ob[:, 1].abs() < self.env.balanced_angle).double().sum().item()
+
+    def result(self) -> Dict[str, float]:
+        res = super().result()
+        res["balanced_fraction"] = self.balanced / self.samples
+        return res
+
+
+def rollout_metrics(env, task: str) -> RolloutMetrics:
+    """The metrics of ``task`` ("locomotion", "cartpole", or another: every task's only) on ``env``."""
+    cls = {"locomotion": LocomotionMetrics, "cartpole": CartPoleMetrics}.get(task, RolloutMetrics)
+    return cls(env)
+
+
+@torch.no_grad()
+def first_episodes(env, policy: Callable[[torch.Tensor], torch.Tensor], steps: Optional[int] = None,
+                   seed: Optional[int] = None) -> Dict[str, float]:
+    """Runs ``policy`` (observations -> actions) on ``env`` from a fresh ``reset`` (after
+    ``env.seed(seed)`` when given) for ``steps`` control steps (default ``env.max_episode_length``).
+    Returns the mean over environments of the undiscounted return of each environment's first
+    episode (cut at ``steps``), the fraction of environments whose first episode ended by a
+    failure, and the mean reward per step over all steps."""
+    if seed is not None:
+        env.seed(seed)
+    n = env.num_envs
+    steps = int(steps or env.max_episode_length)
+    obs = env.reset()
+    ret = torch.zeros(n, dtype=torch.float64, device=env.device)
+    alive = torch.ones(n, dtype=torch.bool, device=env.device)
+    failed = torch.zeros(n, dtype=torch.bool, device=env.device)
+    total = 0.0
+    for _ in range(steps):
+        obs, rew, done, info = env.step(policy(obs))
+        ret += torch.where(alive, rew.double(), torch.zeros_like(ret))
+        total += rew.double().mean().item()
+        failed |= alive & done & ~info["time_outs"]
+        alive &= ~done
+    return {"return": ret.mean().item(), "failure_rate": failed.double().mean().item(),
+            "reward_per_step": total / steps}
+
+
+def episode_return(env, policy: Callable[[torch.Tensor], torch.Tensor], steps: int,
+                   seed: Optional[int] = None) -> float:
+    """``first_episodes(env, policy, steps, seed)["return"]``."""
+    return first_episodes(env, policy, steps, seed)["return"]
