@@ -47,10 +47,18 @@ __global__ void MOREAU_ADJOINT_BOUNDS pure_step_adj_kernel(kern::ModelView<S, D>
   if (env < io.n_env) kern::adj_pure_step(m, cfg, p, io, env, &tape, 1);
 }
 
+// Resets env_ids[i] for i < count, or (env_ids null) every environment i < count whose mask[i]
+// is nonzero.
 template <class S>
-__global__ void reset_kernel(kern::ModelArrays<S> m, kern::Batch<S> b, const int32_t* env_ids, int count) {
+__global__ void reset_kernel(kern::ModelArrays<S> m, kern::Batch<S> b, const int32_t* env_ids, const uint8_t* mask,
+                             int count) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) kern::reset_env(m, b, env_ids[i]);
+  if (i >= count) return;
+  if (env_ids) {
+    kern::reset_env(m, b, env_ids[i]);
+  } else if (mask[i]) {
+    kern::reset_env(m, b, i);
+  }
 }
 
 // After a launch: a failure to reserve the kernel's local memory gets a message that says why.
@@ -181,8 +189,12 @@ class CudaBackend : public TypedBackend<float> {
       ids_capacity_ = count;
     }
     memory().upload(ids_, env_ids, sizeof(int32_t) * count);  // returns when the copy is done
-    reset_kernel<float><<<blocks(count), block_, 0, stream()>>>(m, b, ids_, count);
+    reset_kernel<float><<<blocks(count), block_, 0, stream()>>>(m, b, ids_, nullptr, count);
     check_launch(reset_kernel<float>, "reset", stream());
+  }
+  void launch_reset_where(const kern::ModelView<float>& m, const kern::Batch<float>& b, const uint8_t* mask) override {
+    reset_kernel<float><<<blocks(b.n_env), block_, 0, stream()>>>(m, b, nullptr, mask, b.n_env);
+    check_launch(reset_kernel<float>, "reset_where", stream());
   }
 
  private:

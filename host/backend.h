@@ -174,6 +174,7 @@ class Backend {
   virtual int rollout_horizon() const = 0;
   virtual Memory& memory() = 0;
   virtual void reset(const int32_t* env_ids, int count) = 0;
+  virtual void reset_where(const uint8_t* mask) = 0;  // n_env bytes on the device
   virtual void synchronize() = 0;
 };
 

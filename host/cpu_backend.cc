@@ -165,6 +165,14 @@ class CpuBackend : public TypedBackend<S> {
                     int count) override {
     for (int i = 0; i < count; ++i) kern::reset_env(m, b, env_ids[i]);
   }
+  // The threads take whole groups of W environments, as the steps do (no two threads share a
+  // group's cache lines).
+  void launch_reset_where(const kern::ModelView<S>& m, const kern::Batch<S>& b, const uint8_t* mask) override {
+    pool_.parallel_for(groups(b.n_env), [&](int begin, int end) {
+      for (int env = begin * W; env < std::min(end * W, b.n_env); ++env)
+        if (mask[env]) kern::reset_env(m, b, env);
+    });
+  }
 
  private:
   ThreadPool pool_;

@@ -194,6 +194,10 @@ void Simulator::reset(const int32_t* env_ids, int count) {
   if (count > 0) require(env_ids, "reset", "env_ids");
   backend_->reset(env_ids, count);
 }
+void Simulator::reset_where(const uint8_t* mask) {
+  require(mask, "reset_where", "mask");
+  backend_->reset_where(mask);
+}
 void Simulator::reset_all() {
   std::vector<int32_t> ids(n_env());
   std::iota(ids.begin(), ids.end(), 0);

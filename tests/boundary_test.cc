@@ -141,7 +141,7 @@ const std::set<std::string>& covered() {
       "Simulator::param", "Simulator::set_param", "Simulator::set_state", "Simulator::get_state",
       "Simulator::set_action", "Simulator::get_status", "Simulator::step_pure", "Simulator::step_adjoint",
       "Simulator::step_adjoint_rows", "Simulator::rollout", "Simulator::rollout_backward", "Simulator::step",
-      "Simulator::reset", "max_environments",
+      "Simulator::reset", "Simulator::reset_where", "max_environments",
       // nothing to refuse
       "-cuda_available", "-export_mjcf", "-Simulator::model", "-Simulator::options", "-Simulator::n_env",
       "-Simulator::q", "-Simulator::v", "-Simulator::action", "-Simulator::status", "-Simulator::time",

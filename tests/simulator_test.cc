@@ -17,6 +17,9 @@
 
 #include "moreau/dynamics.h"
 #include "support/test_util.h"
+#ifdef MOREAU_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace moreau {
 namespace {
@@ -157,6 +160,7 @@ TEST(Validation, NullBuffersAreErrorsNotCrashes) {
   expect_error([&] { sim.reset(nullptr, 1); }, null_arg("reset", "env_ids"), "reset");
   expect_error([&] { sim.reset(nullptr, -1); }, {"reset: count: expected >= 0, got -1"}, "reset count");
   EXPECT_NO_THROW(sim.reset(nullptr, 0));
+  expect_error([&] { sim.reset_where(nullptr); }, null_arg("reset_where", "mask"), "reset_where");
 
   const Model cube = load_model(std::string(MOREAU_ASSETS_DIR) + "/robots/cube.json");  // nu = 0
   Simulator free_body(cube, opts(2));
@@ -544,6 +548,89 @@ TEST(Params, AddedBaseMassChangesTheMotionLikeAHeavierBase) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Reset by mask.
+// ---------------------------------------------------------------------------------------
+
+// Everything a reset writes, as doubles: q and v (row-major), status, then action and time
+// (field-major), copied from the device when the simulator is on one.
+std::vector<double> reset_outputs(Simulator& sim) {
+  const Model& m = sim.model();
+  const int n = sim.n_env();
+  std::vector<double> q(n * m.nq), v(n * m.nv);
+  std::vector<int32_t> st(n);
+  sim.synchronize();
+  sim.get_state(q.data(), v.data(), n);
+  sim.get_status(st.data(), n);
+  q.insert(q.end(), v.begin(), v.end());
+  q.insert(q.end(), st.begin(), st.end());
+  for (const View& view : {sim.action(), sim.time()}) {
+    const size_t count = static_cast<size_t>(view.shape[0] * view.shape[1]);
+    const size_t bytes = count * (view.dtype == DType::Float64 ? 8 : 4);
+    std::vector<char> raw(bytes);
+    if (view.device == Device::CPU) {
+      std::memcpy(raw.data(), view.data, bytes);
+    } else {
+#ifdef MOREAU_WITH_CUDA
+      EXPECT_EQ(cudaMemcpy(raw.data(), view.data, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+#endif
+    }
+    for (size_t i = 0; i < count; ++i)
+      q.push_back(view.dtype == DType::Float64 ? reinterpret_cast<const double*>(raw.data())[i]
+                                               : reinterpret_cast<const float*>(raw.data())[i]);
+  }
+  return q;
+}
+
+// Two simulators with the same random states, stepped (some environments end with a fatal
+// status: a NaN action); one resets the environments of a mask with reset_where, the other the
+// same ids with reset: everything a reset writes is equal, bitwise. `device_mask` gives the
+// pointer reset_where reads (the host bytes on the CPU).
+void expect_reset_where_equals_reset(SimulatorOptions o,
+                                     const std::function<const uint8_t*(const std::vector<uint8_t>&)>& device_mask) {
+  const Model& m = anymal();
+  const int n = o.n_env;
+  std::vector<double> q0, v0;
+  random_states(m, n, 2024, q0, v0);
+  std::vector<double> act(n * m.nu, 0.1);
+  for (int e = 0; e < n; e += 7) act[e * m.nu] = std::numeric_limits<double>::quiet_NaN();
+  std::vector<uint8_t> mask(n, 0);
+  std::vector<int32_t> ids;
+  for (int e = 0; e < n; ++e)
+    if (e % 3 == 0 || e % 7 == 0 || e == n - 1) {
+      mask[e] = static_cast<uint8_t>(e % 2 ? 1 : 255);  // any nonzero byte
+      ids.push_back(e);
+    }
+  Simulator by_ids(m, o), by_mask(m, o);
+  for (Simulator* sim : {&by_ids, &by_mask}) {
+    sim->set_state(q0.data(), v0.data(), n);
+    sim->set_action(act.data(), n);
+    sim->step(2);
+  }
+  const auto before = reset_outputs(by_mask);
+  by_ids.reset(ids.data(), static_cast<int>(ids.size()));
+  by_mask.reset_where(device_mask(mask));
+  const auto a = reset_outputs(by_ids), b = reset_outputs(by_mask);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(0, std::memcmp(&a[i], &b[i], sizeof(double)))
+        << "output " << i << ": reset " << a[i] << ", reset_where " << b[i];
+  EXPECT_NE(0, std::memcmp(before.data(), b.data(), sizeof(double) * b.size())) << "reset_where changed nothing";
+  // An all-zero mask changes nothing.
+  by_mask.step(1);
+  const auto stepped = reset_outputs(by_mask);
+  by_mask.reset_where(device_mask(std::vector<uint8_t>(n, 0)));
+  EXPECT_EQ(0, std::memcmp(stepped.data(), reset_outputs(by_mask).data(), sizeof(double) * stepped.size()));
+}
+
+// On the CPU, in both dtypes, with several threads and a batch that fills no group of lanes.
+TEST(Simulator, ResetWhereEqualsResetOfTheSameIds) {
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    expect_reset_where_equals_reset(opts(37, dtype, 3), [](const std::vector<uint8_t>& mask) { return mask.data(); });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
 // Memory.
 // ---------------------------------------------------------------------------------------
 
@@ -658,6 +745,24 @@ TEST(Cuda, EveryBlockSizeGivesTheSameBits) {
     for (size_t i = 0; i < ref.size(); ++i)
       ASSERT_EQ(got[i], ref[i]) << "cuda_block " << block << ", value " << i;
   }
+}
+
+// The mask in device memory, read there; a batch that fills no block.
+TEST(Cuda, ResetWhereEqualsResetOfTheSameIds) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: built without CUDA or no GPU present";
+#ifdef MOREAU_WITH_CUDA
+  SimulatorOptions o = opts(1000, DType::Float32, 0);
+  o.device = Device::CUDA;
+  std::vector<void*> buffers;
+  expect_reset_where_equals_reset(o, [&](const std::vector<uint8_t>& mask) {
+    void* d = nullptr;
+    EXPECT_EQ(cudaMalloc(&d, mask.size()), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(d, mask.data(), mask.size(), cudaMemcpyHostToDevice), cudaSuccess);
+    buffers.push_back(d);
+    return static_cast<const uint8_t*>(d);
+  });
+  for (void* d : buffers) cudaFree(d);
+#endif
 }
 
 }  // namespace

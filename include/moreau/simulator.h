@@ -196,6 +196,9 @@ class Simulator {
   void step(int k = 1);
   // Sets the listed environments to the model's default state, zero action, status 0, time 0.
   void reset(const int32_t* env_ids, int count);
+  // The same for every environment e whose mask[e] is nonzero: `mask` is n_env bytes on the
+  // simulator's device, read there: no host copy, no allocation (CUDA: one launch on its stream).
+  void reset_where(const uint8_t* mask);
   void reset_all();
   // Waits for queued device work (no-op on the CPU).
   void synchronize();

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from . import _moreau
-from ._checks import as_bool, as_float, as_int, check_tensor, empty_field_major, fail, field_major
+from ._checks import as_bool, as_float, as_int, check_tensor, empty_field_major, fail, field_major, same_device
 from ._moreau import ContactMode, ContactOptions, DType, Device, Model, SimulatorOptions, TensorError
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "robots")
@@ -191,6 +191,7 @@ class Simulator:
                 fail("Simulator", "cuda_stream", "value", "None on device 'cpu'", repr(cuda_stream))
             o.device = Device.CPU
         self._sim = _moreau.Simulator(model, o)
+        self._cuda_stream = o.cuda_stream if dev.type == "cuda" else None
         self._device = dev
         self._dtype = _torch_dtype(dtype)
         self._views = {}
@@ -277,11 +278,21 @@ class Simulator:
 
     def set_param(self, name: str, values) -> None:
         """Sets parameter ``name`` from a number, a (width,) or a (len, width) array or tensor
-        (len 1 or n_env; any device and float dtype: copied through the host)."""
+        (len 1 or n_env; any device and real dtype).
+
+        A tensor on the simulator's device of the parameter's current (len, width) is written
+        through its view (``param(name)``) on the device, cast there, after the same checks
+        (finite, in range) as torch ops: no copy of the values through the host, and on CUDA one
+        read of a single flag (a synchronisation). A bad value falls through to the host path,
+        whose ``moreau.Error`` names it. Anything else (another device, a new len,
+        ``contact_kn`` while it sets the soft contact's automatic substeps, arrays and numbers)
+        is copied through the host."""
         fn = f"Simulator.set_param('{name}')"
         if isinstance(values, torch.Tensor):
             if values.dtype == torch.bool or values.is_complex():
                 fail(fn, "values", "dtype", "a real tensor", values.dtype)
+            if self._set_param_on_device(name, values):
+                return
             arr = values.detach().to("cpu", torch.float64).numpy()
         else:
             arr = np.asarray(values)
@@ -289,13 +300,28 @@ class Simulator:
                 fail(fn, "values", "type", "a number, or an array or tensor of numbers",
                      f"{type(values).__name__} of {arr.dtype}")
             arr = arr.astype(np.float64)
-        if arr.ndim == 0:
-            arr = arr.reshape(1, 1)
-        elif arr.ndim == 1:  # kp, kd: one row of width nu; the others: one value per row
-            arr = arr.reshape(1, -1) if name in ("kp", "kd") else arr.reshape(-1, 1)
+        arr = _param_rows(name, arr)
         if arr.ndim != 2:
             fail(fn, "values", "shape", "a number, a (width,) or a (len, width) array", tuple(arr.shape))
         self._sim.set_param(name, np.ascontiguousarray(arr))
+
+    def _set_param_on_device(self, name: str, values: torch.Tensor) -> bool:
+        """set_param's device path (see there): True when it wrote ``values``; False when the
+        host path must."""
+        if not same_device(values.device, self._device) or name not in self.param_names():
+            return False
+        c = self.options.contact
+        if name == "contact_kn" and c.mode == ContactMode.Soft and c.substeps == 0 and self.ncon > 0:
+            return False  # the automatic substeps follow the largest k_n: a host decision
+        test = _param_range(name, self.model)
+        x = _param_rows(name, values.detach())
+        view = self.param(name)
+        if test is None or tuple(x.shape) != tuple(view.shape):
+            return False
+        if not bool((torch.isfinite(x) & test(x)).all()):  # one flag read; the host path names the value
+            return False
+        view.copy_(x)
+        return True
 
     # ---- stepping -------------------------------------------------------------------
     def step(self, k: int = 1) -> None:
@@ -304,9 +330,22 @@ class Simulator:
 
     def reset(self, env_ids=None) -> None:
         """Resets the listed environments (all when None) to the default state, zero action,
-        status 0 and time 0. ``env_ids``: a sequence or tensor of ints on any device."""
+        status 0 and time 0. ``env_ids``: a sequence, array or tensor of ints on any device
+        (copied through the host), or a bool tensor of shape (n_env,) on the simulator's device
+        that is True where an environment is to be reset (``sim.reset(done)``): read there, with
+        no host copy and no synchronisation (moreau::Simulator::reset_where)."""
         if env_ids is None:
             self._sim.reset_all()
+            return
+        if isinstance(env_ids, torch.Tensor) and env_ids.dtype == torch.bool:
+            check_tensor("Simulator.reset", "env_ids", env_ids, dtype=torch.bool, device=self._device,
+                         shapes=[(self.n_env,)])
+            mask = env_ids.detach().view(torch.uint8).contiguous()  # the same bytes; a copy only if strided
+            self._sim.reset_where(mask)
+            stream = self._cuda_stream
+            if stream is not None and stream != torch.cuda.current_stream(self._device).cuda_stream:
+                # the kernel reads the mask on the simulator's stream: its memory is not reused before
+                mask.record_stream(torch.cuda.ExternalStream(stream, device=self._device))
             return
         ids = env_ids.detach().cpu().numpy() if isinstance(env_ids, torch.Tensor) else np.asarray(env_ids)
         if ids.size and ids.dtype.kind not in "iu":  # a float id would be truncated: refused
@@ -418,6 +457,32 @@ class Simulator:
     def _input(self, fn: str, arg: str, x, width: int) -> torch.Tensor:
         check_tensor(fn, arg, x, dtype=self._dtype, device=self._device, shapes=[(self.n_env, width)])
         return field_major(x)
+
+
+def _param_rows(name: str, x):
+    """A parameter's values (array or tensor) as rows: a number (1, 1); a vector one row of width
+    nu for kp, kd, one value per row for the others; other ranks unchanged."""
+    if x.ndim == 0:
+        return x.reshape(1, 1)
+    if x.ndim == 1:
+        return x.reshape(1, -1) if name in ("kp", "kd") else x.reshape(-1, 1)
+    return x
+
+
+def _param_range(name: str, model: Model):
+    """A parameter's physical range as the library checks it (check_param_range in
+    host/typed_backend.h), an elementwise torch test; None for a parameter it does not know (set
+    through the host)."""
+    if name in ("kp", "kd", "friction", "contact_zeta", "smooth_gmax"):
+        return lambda x: x >= 0
+    if name in ("contact_kn", "smooth_k"):
+        return lambda x: x > 0
+    if name == "contact_kd":
+        return lambda x: (x >= 0) | (x == -1)  # -1: from contact_zeta
+    if name == "added_base_mass":
+        base = model.body_mass[0] if model.nbody else 0.0
+        return lambda x: x + base > 0  # the base's mass plus it
+    return None
 
 
 def _cuda_tensor(sim, name: str) -> torch.Tensor:

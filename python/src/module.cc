@@ -112,8 +112,9 @@ std::string tuple_str(const std::vector<int64_t>& v) {
                        ", got " + got);
 }
 
-void* checked(const Array& a, const Expect& e) {
-  if (a.dtype() != to_dlpack(e.dtype)) fail(e, "dtype", dtype_name(e.dtype), dtype_str(a.dtype()));
+// `a` as `e` says, in `dtype` (e.dtype unless given).
+void* checked(const Array& a, const Expect& e, nb::dlpack::dtype dtype) {
+  if (a.dtype() != dtype) fail(e, "dtype", dtype_str(dtype), dtype_str(a.dtype()));
   const int dev = dl_device(e.device), dev_id = e.device == Device::CUDA ? e.device_id : 0;
   if (a.device_type() != dev || (e.device == Device::CUDA && a.device_id() != dev_id))
     fail(e, "device", device_str(dev, dev_id), device_str(a.device_type(), a.device_id()));
@@ -127,6 +128,7 @@ void* checked(const Array& a, const Expect& e) {
   if (!a.data() && a.size() > 0) fail(e, "data", "a buffer", "a null pointer");
   return a.data();
 }
+void* checked(const Array& a, const Expect& e) { return checked(a, e, to_dlpack(e.dtype)); }
 
 class PySimulator {
  public:
@@ -141,6 +143,13 @@ class PySimulator {
     return Expect{fn, arg, dtype, o.device, o.cuda_device, {n, width}, {1, n}};
   }
   Expect field(const char* fn, const char* arg, int width) { return field(fn, arg, width, sim_.options().dtype); }
+  // (n_env,) bytes, contiguous (the dtype is given to checked).
+  Expect mask(const char* fn, const char* arg) {
+    const SimulatorOptions& o = sim_.options();
+    Expect e{fn, arg, DType::Int32, o.device, o.cuda_device, {o.n_env}, {1}};
+    e.layout = "contiguous";
+    return e;
+  }
   // (steps, n_env, width), each step's block field-major.
   Expect blocks(const char* fn, const char* arg, int steps, int width) {
     const SimulatorOptions& o = sim_.options();
@@ -406,6 +415,14 @@ NB_MODULE(_moreau, m) {
             s.sim().reset(ids.data(), static_cast<int>(ids.shape(0)));
           },
           "env_ids"_a)
+      .def(
+          "reset_where",
+          [](PS& s, const Array& mask) {
+            const void* p = checked(mask, s.mask("reset_where", "mask"), nb::dtype<uint8_t>());
+            nb::gil_scoped_release release;
+            s.sim().reset_where(static_cast<const uint8_t*>(p));
+          },
+          "mask"_a, "(n_env,) uint8 tensor on the simulator's device: resets the environments whose byte is nonzero.")
       .def("reset_all", [](PS& s) { s.sim().reset_all(); })
       .def("synchronize", [](PS& s) { s.sim().synchronize(); }, nb::call_guard<nb::gil_scoped_release>())
       .def(

@@ -78,6 +78,9 @@ def test_param_views_and_set_param():
     assert mu.shape == (4, 1) and mu.data_ptr() == sim.view_info("param:friction")["data"]
     mu[2, 0] = 0.9                                 # writes through
     assert sim.param("friction")[:, 0].tolist() == [0.1, 0.2, 0.9, 0.4]
+    # the same len on the same device: written through the view
+    sim.set_param("friction", torch.tensor([0.5, 0.6, 0.7, 0.8], dtype=torch.float64))
+    assert sim.param("friction").data_ptr() == mu.data_ptr() and mu[:, 0].tolist() == [0.5, 0.6, 0.7, 0.8]
     assert set(moreau.simulator.GRAD_PARAMS) <= set(sim.param_names())
     with pytest.raises(moreau.Error, match="wrong length"):
         sim.set_param("friction", torch.ones(3))
