@@ -26,6 +26,7 @@
 # gpu_check.tar.gz (every log and JSON). Exit status: the number of failed stages (0: all passed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/stage.sh
 OUT=${OUT:-/tmp/moreau-gpu-out}
 mkdir -p "$OUT"
 logs=$(mktemp -d)/gpu_check
@@ -48,12 +49,8 @@ stage() {  # stage NAME LIMIT_S COMMAND...: runs it with its log in $logs/NAME.l
   local name=$1 limit=$2 log=$logs/$1.log
   shift 2
   local t0=$SECONDS
-  # stdbuf: line-buffered, so that a stage stopped at its limit leaves what it printed
-  if declare -F "$1" >/dev/null; then "$@" "$limit"; else timeout -k 5 "$limit" stdbuf -oL -eL "$@"; fi >"$log" 2>&1
-  local rc=$?
-  [ "$rc" -ne 0 ] && failed=$((failed + 1))
-  tail -n 15 "$log"
-  local why=""
+  run_limited "$limit" "$log" "$@"
+  local rc=$? why=""
   [ "$rc" = 124 ] && why=" (past its ${limit} s)"
   [ "$rc" = 1 ] && grep -q "^target: .*FAIL\| FAIL " "$log" && why=" (a benchmark target FAILs: see its log)"
   note "$(printf '%-15s rc=%-3s %4ss%s' "$name" "$rc" "$((SECONDS - t0))" "$why")"

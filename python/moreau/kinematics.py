@@ -74,48 +74,48 @@ class Kinematics:
             if p >= b:
                 raise ValueError(f"Kinematics: body {b} ({model.body_name[b]}) comes before its parent {p}")
             depth.append(0 if p < 0 else depth[p] + 1)
-        # levels: per depth and joint type, (bodies, parents, q addresses)
-        self.levels: List[Tuple[int, torch.Tensor, List[int], List[int]]] = []
+        # levels: per depth and joint type, (type, bodies, the same as a list, parents, q indices);
+        # every index a tensor made here, so that a call copies nothing from the host
+        width = {_moreau.JOINT_FREE: 7, _moreau.JOINT_BALL: 4}
+        self.levels: List[Tuple[int, torch.Tensor, List[int], List[int], torch.Tensor]] = []
         for d in range(max(depth) + 1 if depth else 0):
             for t in sorted({self.jnt_type[b] for b in range(nb) if depth[b] == d}):
                 bodies = [b for b in range(nb) if depth[b] == d and self.jnt_type[b] == t]
-                self.levels.append((t, torch.tensor(bodies, device=device), [self.parent[b] for b in bodies],
-                                    [self.qadr[b] for b in bodies]))
+                adr = torch.tensor([self.qadr[b] for b in bodies], device=device)
+                qidx = adr[:, None] + torch.arange(width[t], device=device) if t in width else adr
+                self.levels.append((t, torch.tensor(bodies, device=device), bodies,
+                                    [self.parent[b] for b in bodies], qidx))
 
-    def _local(self, t: int, bodies: torch.Tensor, qadr: List[int], q: torch.Tensor):
+    def _local(self, t: int, bodies: torch.Tensor, qidx: torch.Tensor, q: torch.Tensor):
         """Parent -> body rotation (n, k, 3, 3) and origin (n, k, 3) of the bodies of one level."""
-        n, k = q.shape[0], len(qadr)
+        n, k = q.shape[0], qidx.shape[0]
         Rt, pt = self.tree_R[bodies], self.tree_p[bodies]
+        qi = q[:, qidx]
         if t == _moreau.JOINT_FREE:
-            adr = torch.tensor(qadr, device=q.device)[:, None]
-            pos = q[:, adr + torch.arange(3, device=q.device)]
-            return quat_to_matrix(q[:, adr + torch.arange(3, 7, device=q.device)]), pos
+            return quat_to_matrix(qi[..., 3:7]), qi[..., :3]
         if t == _moreau.JOINT_BALL:
-            adr = torch.tensor(qadr, device=q.device)[:, None]
-            RJ = quat_to_matrix(q[:, adr + torch.arange(4, device=q.device)])
+            RJ = quat_to_matrix(qi)
             a = self.anchor[bodies]
             rJ = a - (RJ @ a[..., None])[..., 0]
-        else:
-            qi = q[:, qadr]
-            if t == _moreau.JOINT_PRISMATIC:
-                RJ = torch.eye(3, dtype=q.dtype, device=q.device).expand(n, k, 3, 3)
-                rJ = qi[..., None] * self.axis[bodies]
-            else:  # revolute about the anchor
-                RJ = _axis_angle(self.axis[bodies], qi)
-                a = self.anchor[bodies]
-                rJ = a - (RJ @ a[..., None])[..., 0]
+        elif t == _moreau.JOINT_PRISMATIC:
+            RJ = torch.eye(3, dtype=q.dtype, device=q.device).expand(n, k, 3, 3)
+            rJ = qi[..., None] * self.axis[bodies]
+        else:  # revolute about the anchor
+            RJ = _axis_angle(self.axis[bodies], qi)
+            a = self.anchor[bodies]
+            rJ = a - (RJ @ a[..., None])[..., 0]
         return Rt @ RJ, pt + (Rt @ rJ[..., None])[..., 0]
 
     def body_poses(self, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         R: List[torch.Tensor] = [None] * self.nbody  # type: ignore[list-item]
         p: List[torch.Tensor] = [None] * self.nbody  # type: ignore[list-item]
-        for t, bodies, parents, qadr in self.levels:
-            Rl, pl = self._local(t, bodies, qadr, q)
+        for t, bodies, body_list, parents, qidx in self.levels:
+            Rl, pl = self._local(t, bodies, qidx, q)
             if parents[0] >= 0:  # a level's parents are all bodies or all the world
                 Rp = torch.stack([R[j] for j in parents], 1)
                 pp = torch.stack([p[j] for j in parents], 1)
                 Rl, pl = Rp @ Rl, pp + (Rp @ pl[..., None])[..., 0]
-            for i, b in enumerate(bodies.tolist()):
+            for i, b in enumerate(body_list):
                 R[b], p[b] = Rl[:, i], pl[:, i]
         return torch.stack(R, 1), torch.stack(p, 1)
 

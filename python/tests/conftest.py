@@ -1,7 +1,23 @@
+import os
+
 import pytest
 import torch
 
 import moreau
+
+# MOREAU_REQUIRE_CUDA=1 (on a GPU machine: scripts/gpu_learn.sh): a test that skips for want of
+# CUDA ("no CUDA device: ...") fails instead, so that a missing backend or GPU cannot pass unseen.
+REQUIRE_CUDA = os.environ.get("MOREAU_REQUIRE_CUDA", "") not in ("", "0")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if REQUIRE_CUDA and rep.skipped and "no CUDA device" in str(rep.longrepr):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome = "failed"
+        rep.longrepr = f"MOREAU_REQUIRE_CUDA is set and this CUDA test skipped: {reason}"
 
 
 def _no_cuda_reason():

@@ -60,26 +60,28 @@ def evaluate(env, policy: Callable[[torch.Tensor], torch.Tensor], seconds: float
     trace = {"cmd": [], "vel": [], "q": [], "frame_vel": []}
     video_steps = min(steps, int(round(video_seconds / env.dt))) if video else 0
     t_start = time.perf_counter()
-    for t in range(steps):
+    for t in range(steps):  # no host read inside: the traces stay on the device until the end
         cmd = env.commands.clone() if locomotion else None
         obs, rew, done, info = env.step(policy(obs))
         metrics.update(rew, done, info, cmd)
         if locomotion:
             lin, ang = metrics.velocity  # of the step's end state (before any reset)
             k = min(plot_envs, n)
-            trace["cmd"].append(cmd[:k].cpu())
-            trace["vel"].append(torch.cat([lin[:k, :2], ang[:k, 2:3]], 1).cpu())
+            trace["cmd"].append(cmd[:k].clone())
+            trace["vel"].append(torch.cat([lin[:k, :2], ang[:k, 2:3]], 1))
             if t < video_steps:
                 k = min(video_envs, n)
-                trace["q"].append(env.q[:k].detach().cpu().clone())
-                trace["frame_vel"].append(torch.cat([cmd[:k], lin[:k, :2], ang[:k, 2:3]], 1).cpu())
+                trace["q"].append(env.q[:k].detach().clone())
+                trace["frame_vel"].append(torch.cat([cmd[:k], lin[:k, :2], ang[:k, 2:3]], 1))
+    result = metrics.result()  # the rollout's read of the device: after it, the clock
     res: Dict[str, float] = {"sim_wall_time": time.perf_counter() - t_start}
-    res.update(metrics.result())
+    res.update(result)
+    trace = {k: torch.stack(v).cpu() for k, v in trace.items() if v}
     if locomotion and plot:
-        plot_velocity_traces(plot, torch.stack(trace["cmd"]), torch.stack(trace["vel"]), env.dt)
+        plot_velocity_traces(plot, trace["cmd"], trace["vel"], env.dt)
         res["plot"] = plot
     if locomotion and video:
-        render_video(video, env, torch.stack(trace["q"]), torch.stack(trace["frame_vel"]), fps=video_fps)
+        render_video(video, env, trace["q"], trace["frame_vel"], fps=video_fps)
         res["video"] = video
     return res
 

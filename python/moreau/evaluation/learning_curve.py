@@ -38,16 +38,19 @@ def log_spaced(n: int, points: int) -> List[int]:
 
 def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
                  sim_threads: int = 1, every: int = 1, points: int = 0, until_bar: bool = False,
-                 start: int = 0, stop: float = math.inf, cached: bool = False) -> List[Dict]:
+                 start: int = 0, stop: float = math.inf, cached: bool = False, device="cpu") -> List[Dict]:
     """Evaluates the run's checkpoints (every ``every``-th, and the last; ``every`` = 0: only the
     last; ``points`` > 0: about that many, log-spaced in checkpoint order, the last included)
     under ``contact``; with ``until_bar`` none after the first at the bar (but the last); none
     of an iteration below ``start`` or above ``stop`` (but the last); with ``cached`` none (the
-    evaluations already there only);
+    evaluations already there only); on ``device`` (the policy and the task);
     returns the rows of ``curve_<contact>.json``, sorted by environment samples."""
     path = os.path.join(run, f"curve_{contact}.json")
     rows: List[Dict] = json.load(open(path)) if os.path.exists(path) else []
-    done = {(r["iteration"], r["protocol"]["num_envs"], r["protocol"]["seconds"], r["protocol"]["seed"]) for r in rows}
+    # a GPU's random numbers are not the CPU's: its evaluations say so ("device"; none: the CPU)
+    dev = torch.device(device).type
+    done = {(r["iteration"], r["protocol"]["num_envs"], r["protocol"]["seconds"], r["protocol"]["seed"],
+             r["protocol"].get("device", "cpu")) for r in rows}
     cks = [] if cached else list_checkpoints(run)
     chosen = set(log_spaced(len(cks), points)) if points > 0 else None
     for i, ck in enumerate(cks):
@@ -59,17 +62,19 @@ def evaluate_run(run: str, contact: str, num_envs: int = 128, seconds: float = 2
                 continue
         elif (every == 0 or i % every) and i != len(cks) - 1:
             continue
-        policy = load_policy(ck)
+        policy = load_policy(ck, device=device)
         it = policy.meta.get("iteration")
-        if (it, num_envs, seconds, seed) in done:
+        if (it, num_envs, seconds, seed, dev) in done:
             continue
-        env = eval_env(policy.meta["env"], "locomotion", num_envs, contact, seed=seed, sim_threads=sim_threads)
+        env = eval_env(policy.meta["env"], "locomotion", num_envs, contact, device=device, seed=seed,
+                       sim_threads=sim_threads)
         res = evaluate(env, policy, seconds, "locomotion", seed=seed)
         res.update(iteration=it, env_steps_trained=policy.meta.get("env_steps"), checkpoint=os.path.basename(ck),
                    wall_time_trained=policy.meta.get("wall_time"),
-                   protocol={"num_envs": num_envs, "seconds": seconds, "seed": seed, "contact": contact})
+                   protocol={"num_envs": num_envs, "seconds": seconds, "seed": seed, "contact": contact,
+                             **({"device": dev} if dev != "cpu" else {})})
         rows = [r for r in rows if r["iteration"] != it] + [res]
-        done.add((it, num_envs, seconds, seed))  # model_final.pt repeats the last numbered checkpoint
+        done.add((it, num_envs, seconds, seed, dev))  # model_final.pt repeats the last numbered checkpoint
         rows.sort(key=lambda r: r["env_steps_trained"])
         with open(path + ".tmp", "w") as f:
             json.dump(rows, f, indent=1)
@@ -125,6 +130,7 @@ def main(argv=None) -> int:
     p.add_argument("--cached", action="store_true", help="evaluate no checkpoint: plot and summarise the "
                    "evaluations cached in curve_<contact>.json (a run folder restored without its checkpoints)")
     p.add_argument("--sim-threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="where the policies and the task run (cpu, cuda)")
     p.add_argument("--plot", default=None, help="PNG path (default <run>/curve.png for one run; 'none': no plot)")
     p.add_argument("--summary", default=None, help="JSON path: per run and contact, the last checkpoint's metrics "
                    "and the first checkpoint at the bar (samples, training seconds)")
@@ -136,7 +142,7 @@ def main(argv=None) -> int:
         name = os.path.basename(os.path.normpath(run))
         for c in a.contact:
             rows = evaluate_run(run, c, a.num_envs, a.seconds, a.seed, a.sim_threads, 0 if a.last else a.every,
-                                0 if a.last else a.points, a.until_bar, a.start, a.stop, a.cached)
+                                0 if a.last else a.points, a.until_bar, a.start, a.stop, a.cached, a.device)
             curves[f"{name} ({c})" if len(a.runs) > 1 else c] = rows
             first = metrics.first_at_bar(rows)
             keep = ("iteration", "env_steps_trained", "wall_time_trained", "lin_vel_error", "yaw_rate_error",

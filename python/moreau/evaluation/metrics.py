@@ -20,12 +20,18 @@ The tracking criterion (``BARS``) a walking policy meets: planar error ≤ 0.2 m
 
 ``first_episodes`` / ``episode_return``: the return of each environment's first episode from a
 reset (training-time checks of a policy).
+
+The sums are kept on the env's device (float64 and int64 tensors, summed in the order the
+Python numbers were) and read back once, by ``result()``: a rollout on a GPU does not wait for
+the device at every step.
 """
 from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
+
+from ..trainers.meters import host_values
 
 __all__ = ["BARS", "meets_bars", "first_at_bar", "achieved_velocity", "foot_contacts", "RolloutMetrics",
            "LocomotionMetrics", "CartPoleMetrics", "rollout_metrics", "first_episodes", "episode_return"]
@@ -63,33 +69,42 @@ def foot_contacts(env) -> torch.Tensor:
 
 class RolloutMetrics:
     """Sums over the environment-steps of a rollout of ``env``: ``update`` after each step with
-    what it returned, ``result()`` the metrics (every task's)."""
+    what it returned (no host read), ``result()`` the metrics (every task's; the one host read)."""
 
     def __init__(self, env):
         self.env = env
         self.steps = 0
-        self.rew_sum = 0.0
-        self.falls = 0
-        self.timeouts = 0
+        self.sums: Dict[str, torch.Tensor] = {}
+
+    def add(self, name: str, value: torch.Tensor) -> None:
+        """Adds the 0-dim ``value`` (float64, or int64 for counts) to the sum ``name``."""
+        self.sums[name] = self.sums[name] + value if name in self.sums else value
+
+    def totals(self) -> Dict[str, float]:
+        """The sums as Python numbers (counts as ints): one read of the device."""
+        vals = host_values(self.sums)
+        return {k: v if self.sums[k].is_floating_point() else int(v) for k, v in vals.items()}
 
     def update(self, rew: torch.Tensor, done: torch.Tensor, info: Dict, cmd: Optional[torch.Tensor] = None) -> None:
         """One control step: its reward, done and info; ``cmd`` the commands the step ran under."""
         self.steps += 1
-        self.rew_sum += rew.double().sum().item()
+        self.add("rew", rew.double().sum())
         time_outs = info.get("time_outs", torch.zeros_like(done))
-        self.falls += int((done & ~time_outs).sum())
-        self.timeouts += int(time_outs.sum())
+        self.add("falls", (done & ~time_outs).sum())
+        self.add("time_outs", time_outs.sum())
 
     @property
     def samples(self) -> int:
         return self.steps * self.env.num_envs
 
-    def result(self) -> Dict[str, float]:
+    def result(self, t: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        """The metrics; ``t``: ``totals()`` when a subclass has read them already."""
         samples = self.samples
         minutes = samples * self.env.dt / 60.0
+        t = self.totals() if t is None else t
         return {"env_steps": samples, "num_envs": self.env.num_envs, "seconds": self.steps * self.env.dt,
-                "mean_reward": self.rew_sum / samples, "falls_per_minute": self.falls / minutes,
-                "falls": self.falls, "time_outs": self.timeouts}
+                "mean_reward": t["rew"] / samples, "falls_per_minute": t["falls"] / minutes,
+                "falls": t["falls"], "time_outs": t["time_outs"]}
 
 
 class LocomotionMetrics(RolloutMetrics):
@@ -99,49 +114,45 @@ class LocomotionMetrics(RolloutMetrics):
     def __init__(self, env):
         super().__init__(env)
         self.clock = env.cfg.gait_frequency > 0
-        self.lin_err = self.ang_err = 0.0
-        self.trot = self.sync = self.stance = 0.0
         self.velocity: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
 
     def update(self, rew, done, info, cmd=None) -> None:
         super().update(rew, done, info)
         lin, ang = self.velocity = achieved_velocity(self.env, info["obs_before_reset"])
-        self.lin_err += (cmd[:, :2] - lin[:, :2]).norm(dim=1).double().sum().item()
-        self.ang_err += (cmd[:, 2] - ang[:, 2]).abs().double().sum().item()
+        self.add("lin_err", (cmd[:, :2] - lin[:, :2]).norm(dim=1).double().sum())
+        self.add("ang_err", (cmd[:, 2] - ang[:, 2]).abs().double().sum())
         if self.clock:
             c = foot_contacts(self.env)  # LF, RF, LH, RH
             diag = (c[:, 0] == c[:, 3]) & (c[:, 1] == c[:, 2])
-            self.sync += diag.double().sum().item()
-            self.trot += (diag & (c[:, 0] != c[:, 1])).double().sum().item()
-            self.stance += c.double().mean(1).sum().item()
+            self.add("sync", diag.double().sum())
+            self.add("trot", (diag & (c[:, 0] != c[:, 1])).double().sum())
+            self.add("stance", c.double().mean(1).sum())
 
-    def result(self) -> Dict[str, float]:
-        res = super().result()
+    def result(self, t: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        t = self.totals() if t is None else t
+        res = super().result(t)
         samples = self.samples
-        res["lin_vel_error"] = self.lin_err / samples
-        res["yaw_rate_error"] = self.ang_err / samples
+        res["lin_vel_error"] = t["lin_err"] / samples
+        res["yaw_rate_error"] = t["ang_err"] / samples
         if self.clock:
-            res["trot_fraction"] = self.trot / samples
-            res["diagonal_sync"] = self.sync / samples
-            res["stance_fraction"] = self.stance / samples
+            res["trot_fraction"] = t["trot"] / samples
+            res["diagonal_sync"] = t["sync"] / samples
+            res["stance_fraction"] = t["stance"] / samples
         return res
 
 
 class CartPoleMetrics(RolloutMetrics):
     """RolloutMetrics with the balanced fraction (pole within ``env.balanced_angle`` of upright)."""
 
-    def __init__(self, env):
-        super().__init__(env)
-        self.balanced = 0.0
-
     def update(self, rew, done, info, cmd=None) -> None:
         super().update(rew, done, info)
         ob = info["obs_before_reset"]
-        self.balanced += (ob[:, 1].abs() < self.env.balanced_angle).double().sum().item()
+        self.add("balanced", (ob[:, 1].abs() < self.env.balanced_angle).double().sum())
 
-    def result(self) -> Dict[str, float]:
-        res = super().result()
-        res["balanced_fraction"] = self.balanced / self.samples
+    def result(self, t: Optional[Dict[str, float]] = None) -> Dict[str, float]:
+        t = self.totals() if t is None else t
+        res = super().result(t)
+        res["balanced_fraction"] = t["balanced"] / self.samples
         return res
 
 
@@ -167,15 +178,16 @@ def first_episodes(env, policy: Callable[[torch.Tensor], torch.Tensor], steps: O
     ret = torch.zeros(n, dtype=torch.float64, device=env.device)
     alive = torch.ones(n, dtype=torch.bool, device=env.device)
     failed = torch.zeros(n, dtype=torch.bool, device=env.device)
-    total = 0.0
+    total = torch.zeros((), dtype=torch.float64, device=env.device)
     for _ in range(steps):
         obs, rew, done, info = env.step(policy(obs))
         ret += torch.where(alive, rew.double(), torch.zeros_like(ret))
-        total += rew.double().mean().item()
+        total += rew.double().mean()
         failed |= alive & done & ~info["time_outs"]
         alive &= ~done
-    return {"return": ret.mean().item(), "failure_rate": failed.double().mean().item(),
-            "reward_per_step": total / steps}
+    res = host_values({"return": ret.mean(), "failure_rate": failed.double().mean(), "reward_per_step": total})
+    res["reward_per_step"] /= steps
+    return res
 
 
 def episode_return(env, policy: Callable[[torch.Tensor], torch.Tensor], steps: int,

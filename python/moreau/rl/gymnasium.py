@@ -21,7 +21,10 @@ observation and ``infos["final_obs"]`` (num_envs, num_obs) its last one, valid w
 not bootstrap); ``truncations``: time-outs (bootstrap from ``final_obs``); never both.
 ``infos["log"]``: the task's logged scalars (rsl_rl's "/key" names); ``infos["episode_terms"]``:
 per-episode means of the reward terms of the environments that ended this step (the task's
-``info["episode"]``; gymnasium's ``"episode"`` key is left to RecordEpisodeStatistics).
+``info["episode"]``; gymnasium's ``"episode"`` key is left to RecordEpisodeStatistics). With
+``array="numpy"`` both are Python floats and ``episode_terms`` is there only in a step where an
+environment ended; with ``array="torch"`` they are 0-dim tensors on the env's device, there in
+every step (NaN where no environment ended), so that a step reads nothing back from the device.
 gymnasium's observation wrappers (NormalizeObservation, ...) refuse same-step autoreset, as
 they would not transform ``final_obs``: normalise observations in the trainer (as rsl_rl and
 moreau.trainers.shac do); action, reward and statistics wrappers work. Actions: (num_envs,
@@ -40,6 +43,7 @@ from gymnasium.vector import AutoresetMode
 from .._checks import fail
 from ..tasks import make as make_task
 from ..tasks.base import DiffEnv
+from ..trainers.meters import host_values
 
 __all__ = ["VectorEnv", "make_vec"]
 
@@ -93,10 +97,11 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         time_outs = info["time_outs"] & done
         infos: Dict[str, Any] = {"final_obs": self._out(info["obs_before_reset"], torch.float32),
                                  "_final_obs": self._out(done)}
+        host = self.array == "numpy"
         if info.get("log"):
-            infos["log"] = info["log"]
-        if info.get("episode"):
-            infos["episode_terms"] = info["episode"]
+            infos["log"] = host_values(info["log"]) if host else info["log"]
+        if info.get("episode") and (not host or bool(done.any())):
+            infos["episode_terms"] = host_values(info["episode"]) if host else info["episode"]
         return (self._out(obs, torch.float32), self._out(reward, torch.float32), self._out(done & ~time_outs),
                 self._out(time_outs), infos)
 

@@ -15,21 +15,26 @@ to. ``extras``: ``"time_outs"`` (bool (num_envs,), for PPO's value bootstrapping
 did) or else ``"log"`` (the env's ``info["log"]``), both logged by rsl_rl's Logger.
 ``episode_returns`` / ``episode_lengths``: the last 100 finished episodes' summed reward and
 length in steps, kept by the adapter itself (rsl_rl's Logger keeps them only when it writes
-logs). moreau.trainers.ppo trains with it (checkpoints, logs, resumes, torchrun);
+logs) on the env's device (moreau.trainers.meters.RecentValues: ``mean()`` a tensor, ``list()``
+a host read). moreau.trainers.ppo trains with it (checkpoints, logs, resumes, torchrun);
 moreau.trainers.checkpoints.load_ppo_policy loads a trained policy.
+
+A step reads nothing back from the device, except that deciding whether an environment ended,
+for ``"episode"``, is a host read: ``RslRlVecEnv(env, episode_extras=False)`` skips it and
+passes ``"log"`` alone (moreau.trainers.ppo does: its runner's Logger writes nothing).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections import deque
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
 from ..tasks.base import DiffEnv
+from ..trainers.meters import RecentValues
 
 __all__ = ["RslRlVecEnv", "default_train_cfg"]
 
@@ -37,9 +42,10 @@ __all__ = ["RslRlVecEnv", "default_train_cfg"]
 class RslRlVecEnv(VecEnv):
     """rsl_rl VecEnv around a moreau DiffEnv (``env``), gradients off."""
 
-    def __init__(self, env: DiffEnv, obs_group: str = "policy"):
+    def __init__(self, env: DiffEnv, obs_group: str = "policy", episode_extras: bool = True):
         self.env = env
         self.obs_group = obs_group
+        self.episode_extras = episode_extras
         self.num_envs = int(env.num_envs)
         self.num_actions = int(env.num_actions)
         self.num_obs = int(env.num_obs)
@@ -49,10 +55,11 @@ class RslRlVecEnv(VecEnv):
         if dataclasses.is_dataclass(cfg):
             cfg = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
         self.cfg = cfg if cfg is not None else {"task": type(env).__name__}
-        self.episode_returns: deque = deque(maxlen=100)
-        self.episode_lengths: deque = deque(maxlen=100)
+        self.episode_returns = RecentValues(100, self.device)
+        self.episode_lengths = RecentValues(100, self.device)
         self._return = torch.zeros(self.num_envs, device=self.device)
         self._length = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self.nonfinite = torch.zeros((), dtype=torch.bool, device=self.device)  # a NaN returned since check_finite
 
     # rsl_rl reads and (init_at_random_ep_len) writes the episode lengths: forward to the env.
     @property
@@ -77,19 +84,27 @@ class RslRlVecEnv(VecEnv):
         with torch.no_grad():
             obs, rew, done, info = self.env.step(actions.to(self.device))
         extras: Dict[str, Any] = {"time_outs": info["time_outs"].detach()}
-        if info.get("episode"):
+        if info.get("episode") and self.episode_extras and bool(done.any()):  # a host read
             extras["episode"] = info["episode"]
         elif info.get("log"):
             extras["log"] = info["log"]
         self._return += rew.detach().to(self._return.dtype)
         self._length += 1
-        ended = done.nonzero().flatten()
-        if ended.numel():
-            self.episode_returns.extend(self._return[ended].tolist())
-            self.episode_lengths.extend(self._length[ended].tolist())
-            self._return[ended] = 0
-            self._length[ended] = 0
+        self.episode_returns.extend(self._return, done)
+        self.episode_lengths.extend(self._length, done)
+        self._return.masked_fill_(done, 0)
+        self._length.masked_fill_(done, 0)
+        self.nonfinite |= torch.isnan(obs).any() | torch.isnan(rew).any()
         return self._wrap(obs), rew.detach(), done.detach().to(torch.long), extras
+
+    def check_finite(self, seen: Optional[bool] = None) -> None:
+        """Raises ValueError if an observation or reward returned since the last call held a NaN
+        (rsl_rl's ``check_for_nan``, once per call instead of once per step: a host read, or
+        ``seen``, the flag ``nonfinite`` as a log row already read it)."""
+        if bool(self.nonfinite) if seen is None else seen:
+            raise ValueError("the environment returned NaN observations or rewards (a bug in the task's step or "
+                             "reset)")
+        self.nonfinite.zero_()
 
     def close(self) -> None:
         pass

@@ -32,8 +32,16 @@ Conventions: actions are in [-1, 1] (clipped inside ``step``); rewards are per c
 (already multiplied by ``dt`` where a task scales them so); ``done`` is a bool tensor;
 ``info["time_outs"]`` marks ends by the episode-length limit (bootstrap the value there),
 as opposed to failures (terminal). ``info["log"]`` may carry scalars for logging (keys starting
-with "/", rsl_rl's convention), ``info["episode"]`` per-episode sums of reward terms of the
-environments that ended.
+with "/", rsl_rl's convention), ``info["episode"]`` the means of per-episode statistics (sums
+of reward terms, lengths) over the environments that ended in the step.
+
+No host reads: a step reads nothing back from the device (no ``.item()``, ``bool(t)``, boolean
+indexing), so that on a GPU the control loop never waits for the kernels it queued. Hence every
+step runs the reset code under the ``done`` mask (``torch.where``), drawing the reset's random
+numbers whether or not an environment ended, and the scalars of ``info["log"]`` and
+``info["episode"]`` are 0-dim tensors, NaN for ``info["episode"]`` in a step where no
+environment ended (a consumer that wants them only then tests ``done.any()`` itself, once per
+log row at best: ``ended_mean``).
 """
 from __future__ import annotations
 
@@ -41,7 +49,14 @@ from typing import Any, Dict, Tuple
 
 import torch
 
-__all__ = ["DiffEnv"]
+__all__ = ["DiffEnv", "ended_mean"]
+
+
+def ended_mean(values: torch.Tensor, done: torch.Tensor) -> torch.Tensor:
+    """The mean over the last dimension of ``values`` (..., num_envs) of the environments in
+    ``done`` (num_envs,) bool, without a host read: NaN where none is."""
+    picked = torch.where(done, values, torch.zeros_like(values))
+    return picked.sum(-1) / done.sum()
 
 
 class DiffEnv:

@@ -13,7 +13,8 @@ decimation 2), no contact.
 - Failure: |θ| > ``max_angle`` (0.8 rad), |x| > ``max_cart`` (1.5 m), or a failed step
   (status bits, non-finite state). Time-out: ``max_episode_length`` control steps (300 = 6 s).
 - Reset: x, θ ~ U(±0.3), ẋ, θ̇ ~ U(±0.3) (``init_noise``), drawn from the env's generator
-  (``seed``).
+  (``seed``); inside ``step`` under the ``done`` mask, new states drawn in every step (no host
+  read: moreau.tasks.base).
 
 Differentiable: ``step`` goes through moreau.torch.step, so obs and reward carry gradients
 with respect to the actions and the pre-step state while grad mode is on (see
@@ -28,7 +29,7 @@ import torch
 import moreau
 import moreau.torch as mt
 
-from .base import DiffEnv
+from .base import DiffEnv, ended_mean
 
 __all__ = ["CartPole"]
 
@@ -148,19 +149,20 @@ class CartPole(DiffEnv):
             for k, t in terms.items():
                 self._episode_sums[k] += t.detach()
             self._episode_sums["total"] += reward.detach()
-        info = {"obs_before_reset": obs_before_reset, "time_outs": time_outs,
-                "log": {"/balanced": self.is_balanced(q.detach()).float().mean().item()}}
-        if bool(done.any()):
-            ids = done.nonzero().squeeze(1)
-            info["episode"] = {k: s[ids].mean().item() for k, s in self._episode_sums.items()}
-            info["episode"]["length"] = self.episode_length_buf[ids].float().mean().item()
-            qn, vn = self.sample_states(self.num_envs)
-            d = done[:, None]
-            q = torch.where(d, qn, q)
-            v = torch.where(d, vn, v)
-            self.episode_length_buf[ids] = 0
-            for s in self._episode_sums.values():
-                s[ids] = 0
+            # the means over the environments that end here (NaN where none does)
+            episode = {k: ended_mean(s, done) for k, s in self._episode_sums.items()}
+            episode["length"] = ended_mean(self.episode_length_buf.float(), done)
+        info = {"obs_before_reset": obs_before_reset, "time_outs": time_outs, "episode": episode,
+                "log": {"/balanced": self.is_balanced(q.detach()).float().mean()}}
+        # the ended environments start again (under the mask, no host read: new states are drawn
+        # in every step)
+        qn, vn = self.sample_states(self.num_envs)
+        d = done[:, None]
+        q = torch.where(d, qn, q)
+        v = torch.where(d, vn, v)
+        self.episode_length_buf.masked_fill_(done, 0)
+        for s in self._episode_sums.values():
+            s.masked_fill_(done, 0)
         # Non-finite rows (a failed step) were replaced above; keep NaN out of the graph anyway.
         self.q, self.v = q, v
         self.obs = self.compute_observations(q, v)

@@ -49,7 +49,9 @@ feet have contact geometry), tilt (angle of the base z axis from the vertical) a
 ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
 (``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
 pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
-(``reset_*``), previous action 0, new command and new randomised parameters.
+(``reset_*``), previous action 0, new command and new randomised parameters. The reset runs in
+every step under the ``done`` mask (no host read, moreau.tasks.base), so its random numbers are
+drawn in every step; likewise the command resampling's.
 
 Commands: v_x, v_y, ω_z uniform in ``command_ranges``, resampled per environment every
 U[``resampling_time``] seconds and at reset; planar commands with |(v_x, v_y)| below
@@ -62,7 +64,12 @@ the curriculum is gated by tracking (legged_gym grows its ranges when the episod
 reward exceeds 0.8 of its maximum): past the warm-up, its sample count advances only in steps
 where r̄, an exponential average (time constant ``curriculum_window_s``) of the batch mean of
 the unweighted ``tracking_lin_vel`` term, is at least the threshold; so the warm-up's fixed
-command stays until the policy tracks it, and the ramp pauses where tracking fails.
+command stays until the policy tracks it, and the ramp pauses where tracking fails. The gated
+schedule (r̄, the sample count, ``command_scale()``) is kept in 0-dim float64 tensors on the
+device and decided with ``torch.where``, so that a step reads nothing back (moreau.tasks.base);
+a new command is then drawn from the ranges in every sampling, and the fixed one is chosen
+where the scale is 0. Without the gate the schedule depends on the step count alone and stays
+in Python numbers.
 
 Randomisation: friction μ ~ U[``friction_range``] and added base mass ~ U[``added_mass_range``]
 per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
@@ -86,7 +93,7 @@ import moreau
 import moreau.torch as mt
 from moreau.kinematics import Kinematics
 
-from .base import DiffEnv
+from .base import DiffEnv, ended_mean
 
 __all__ = ["LocomotionConfig", "Locomotion", "quat_rotate", "quat_rotate_inverse", "REWARD_TERMS", "FOOT_TERMS",
            "config_to_dict", "config_from_dict"]
@@ -271,12 +278,20 @@ class Locomotion(DiffEnv):
         self.episode_length_buf = torch.zeros(n, dtype=torch.long, device=self.device)
         self.command_time_left = torch.zeros(n, dtype=torch.long, device=self.device)
         self.common_step_counter = 0
-        self.curriculum_samples = 0.0   # samples the command curriculum has counted
-        self.curriculum_tracking = 0.0  # r̄ (module docstring)
+        # the gated curriculum's schedule reads r̄ (device data): it stays on the device
+        self.gated_curriculum = cfg.curriculum_command is not None and cfg.curriculum_tracking_threshold > 0
+        self.curriculum_samples = self._schedule_value(0.0)   # samples the command curriculum has counted
+        self.curriculum_tracking = self._schedule_value(0.0)  # r̄ (module docstring)
+        self.fixed_command = (None if cfg.curriculum_command is None else
+                              torch.tensor(cfg.curriculum_command, **tk).expand(n, 3))
         self.commands = torch.zeros(n, 3, **tk)
         self.friction = torch.ones(n, **tk)
         self.added_base_mass = torch.zeros(n, **tk)
-        self.episode_sums = {k: torch.zeros(n, **tk) for k in REWARD_TERMS}
+        # the episode sums of the weighted reward terms (weight · dt each), one row per term
+        self.episode_terms = [k for k in REWARD_TERMS if self.reward_weights.get(k, 0.0)]
+        scale = self.dt if cfg.scale_rewards_by_dt else 1.0
+        self._episode_weights = torch.tensor([self.reward_weights[k] * scale for k in self.episode_terms], **tk)[:, None]
+        self._episode_sums = torch.zeros(len(self.episode_terms), n, **tk)
         self.q = self.q0.repeat(n, 1)
         self.v = torch.zeros(n, sim.nv, **tk)
         self.last_actions = torch.zeros(n, self.num_actions, **tk)
@@ -293,14 +308,24 @@ class Locomotion(DiffEnv):
         r = torch.rand(*shape, generator=self.generator, dtype=self.dtype, device=self.device)
         return lo + (hi - lo) * r
 
-    def command_scale(self) -> float:
+    def _schedule_value(self, x: float):
+        """A curriculum schedule number: a 0-dim float64 tensor on the device with the gate, else a float."""
+        if self.gated_curriculum:
+            return torch.tensor(float(x), dtype=torch.float64, device=self.device)
+        return float(x)
+
+    def command_scale(self):
         """The command curriculum's fraction of ``command_ranges`` now (1 without a curriculum; 0
-        during its fixed-command warm-up)."""
+        during its fixed-command warm-up): a float, or with the tracking gate a 0-dim tensor."""
         c = self.cfg
         if c.curriculum_command is None:
             return 1.0
         done = self.curriculum_samples - c.curriculum_warmup_samples
-        if done < 0 or (done == 0 and c.curriculum_tracking_threshold > 0):
+        if self.gated_curriculum:  # on the device: 0 until past the warm-up, then the ramp
+            ramp = (done / c.curriculum_ramp_samples).clamp(max=1.0) if c.curriculum_ramp_samples > 0 else 1.0
+            scale = c.curriculum_start_scale + (1.0 - c.curriculum_start_scale) * ramp
+            return torch.where(done <= 0, torch.zeros_like(done), scale)
+        if done < 0:
             return 0.0
         ramp = min(1.0, done / c.curriculum_ramp_samples) if c.curriculum_ramp_samples > 0 else 1.0
         return c.curriculum_start_scale + (1.0 - c.curriculum_start_scale) * ramp
@@ -311,35 +336,46 @@ class Locomotion(DiffEnv):
         c = self.cfg
         if c.curriculum_command is None:
             return
-        gated = c.curriculum_tracking_threshold > 0
-        if gated:  # r̄ <- r̄ + (dt / T) (mean r − r̄)
-            self.curriculum_tracking += (self.dt / c.curriculum_window_s) * (float(tracking.mean()) -
-                                                                             self.curriculum_tracking)
-        if (not gated or self.curriculum_samples < c.curriculum_warmup_samples
-                or self.curriculum_tracking >= c.curriculum_tracking_threshold):
+        if not self.gated_curriculum:
             self.curriculum_samples += self.num_envs
+            return
+        # r̄ <- r̄ + (dt / T) (mean r − r̄); the samples count where r̄ passes the gate (or in the warm-up)
+        r = self.curriculum_tracking
+        r = r + (self.dt / c.curriculum_window_s) * (tracking.mean().to(torch.float64) - r)
+        gate = (self.curriculum_samples < c.curriculum_warmup_samples) | (r >= c.curriculum_tracking_threshold)
+        self.curriculum_tracking = r
+        self.curriculum_samples = self.curriculum_samples + gate.to(torch.float64) * self.num_envs
 
     def schedule_state(self) -> Dict[str, float]:
-        """What the task's schedules (pushes, command curriculum) need to go on after a resume."""
-        return {"common_step_counter": self.common_step_counter, "curriculum_samples": self.curriculum_samples,
-                "curriculum_tracking": self.curriculum_tracking}
+        """What the task's schedules (pushes, command curriculum) need to go on after a resume
+        (Python numbers: a host read with the gated curriculum)."""
+        return {"common_step_counter": self.common_step_counter, "curriculum_samples": float(self.curriculum_samples),
+                "curriculum_tracking": float(self.curriculum_tracking)}
 
     def load_schedule_state(self, state: Dict[str, float]) -> None:
         """Inverse of ``schedule_state`` (a state with only ``common_step_counter``, as older
         checkpoints give, counts every sample toward the curriculum)."""
         self.common_step_counter = int(state["common_step_counter"])
-        self.curriculum_samples = float(state.get("curriculum_samples", self.common_step_counter * self.num_envs))
-        self.curriculum_tracking = float(state.get("curriculum_tracking", 0.0))
+        self.curriculum_samples = self._schedule_value(
+            float(state.get("curriculum_samples", self.common_step_counter * self.num_envs)))
+        self.curriculum_tracking = self._schedule_value(float(state.get("curriculum_tracking", 0.0)))
+
+    def _uniform_commands(self, scale) -> torch.Tensor:
+        """Commands uniform in ``scale`` · ``command_ranges``, small planar ones set to 0."""
+        n = self.num_envs
+        cmd = torch.stack([self._uniform(scale * lo, scale * hi, n) for lo, hi in self.cfg.command_ranges], dim=1)
+        small = cmd[:, :2].norm(dim=1, keepdim=True) < self.cfg.small_command_threshold
+        return torch.cat([torch.where(small, torch.zeros_like(cmd[:, :2]), cmd[:, :2]), cmd[:, 2:]], dim=1)
 
     def _sample_commands(self, mask: torch.Tensor) -> None:
         n = self.num_envs
         scale = self.command_scale()
-        if scale == 0.0:
-            cmd = torch.tensor(self.cfg.curriculum_command, dtype=self.dtype, device=self.device).expand(n, 3)
+        if isinstance(scale, torch.Tensor):  # the gated curriculum: the fixed command where the scale is 0
+            cmd = torch.where(scale == 0, self.fixed_command, self._uniform_commands(scale))
+        elif scale == 0.0:
+            cmd = self.fixed_command
         else:
-            cmd = torch.stack([self._uniform(scale * lo, scale * hi, n) for lo, hi in self.cfg.command_ranges], dim=1)
-            small = cmd[:, :2].norm(dim=1, keepdim=True) < self.cfg.small_command_threshold
-            cmd = torch.cat([torch.where(small, torch.zeros_like(cmd[:, :2]), cmd[:, :2]), cmd[:, 2:]], dim=1)
+            cmd = self._uniform_commands(scale)
         self.commands = torch.where(mask[:, None], cmd, self.commands)
         lo, hi = self.cfg.resampling_time
         steps = torch.round(self._uniform(lo, hi, n) / self.dt).long().clamp_min(1)
@@ -374,8 +410,12 @@ class Locomotion(DiffEnv):
         self.feet_air_time = torch.where(mask[:, None], torch.zeros_like(self.feet_air_time), self.feet_air_time)
         self._sample_commands(mask)
         self._sample_params(mask)
-        for k in self.episode_sums:
-            self.episode_sums[k] = torch.where(mask, torch.zeros_like(self.episode_sums[k]), self.episode_sums[k])
+        self._episode_sums = torch.where(mask, torch.zeros_like(self._episode_sums), self._episode_sums)
+
+    @property
+    def episode_sums(self) -> Dict[str, torch.Tensor]:
+        """Each weighted reward term's sum (weight · dt · term) over the current episode, (num_envs,)."""
+        return dict(zip(self.episode_terms, self._episode_sums))
 
     def reset(self) -> torch.Tensor:
         self.reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
@@ -542,28 +582,22 @@ class Locomotion(DiffEnv):
         obs_before = self.compute_observations(q1, v1, self.commands, actions, phase)
         obs_before = torch.where(bad[:, None], torch.zeros_like(obs_before), obs_before)
         with torch.no_grad():
-            scale = self.dt if c.scale_rewards_by_dt else 1.0
-            for k, t in terms.items():
-                t = torch.where(bad, torch.zeros_like(t), t.detach())
-                self.episode_sums[k] = self.episode_sums[k] + self.reward_weights.get(k, 0.0) * scale * t
-        info = {"time_outs": time_out, "failures": failed}
-        if bool(done.any()):
-            ep = {}
-            with torch.no_grad():
-                for k, s in self.episode_sums.items():
-                    if self.reward_weights.get(k, 0.0):
-                        ep["rew_" + k] = (s[done].mean() / c.episode_length_s).item()
-                ep["episode_length_s"] = (self.episode_length_buf[done].to(self.dtype).mean() * self.dt).item()
-            info["episode"] = ep
+            if self.episode_terms:
+                t = torch.stack([terms[k].detach() for k in self.episode_terms])
+                t = torch.where(bad, torch.zeros_like(t), t)
+                self._episode_sums = self._episode_sums + self._episode_weights * t
+            # the means over the environments that end here (NaN in a step where none does)
+            means = ended_mean(self._episode_sums, done) / c.episode_length_s
+            ep = {"rew_" + k: m for k, m in zip(self.episode_terms, means)}
+            ep["episode_length_s"] = ended_mean(self.episode_length_buf.to(self.dtype), done) * self.dt
+        info = {"time_outs": time_out, "failures": failed, "episode": ep}
 
         # new state: the step's output, ended environments reset, then pushes and command resampling
+        # (under masks: no host read)
         self.q, self.v, self.last_actions, self.gait_phase = q1, v1, actions, phase
-        if bool(done.any()):
-            self.reset_envs(done)
+        self.reset_envs(done)
         self.command_time_left = self.command_time_left - 1
-        resample = (self.command_time_left <= 0) & ~done
-        if bool(resample.any()):
-            self._sample_commands(resample)
+        self._sample_commands((self.command_time_left <= 0) & ~done)
         if c.push_robots and self.common_step_counter % self.push_interval == 0:
             push = torch.zeros_like(self.v)
             push[:, 0:2] = self._uniform(-c.max_push_vel, c.max_push_vel, self.num_envs, 2)

@@ -20,7 +20,8 @@ from typing import Iterable, Tuple
 import torch
 import torch.distributed as dist
 
-__all__ = ["init", "rank", "world_size", "is_main", "broadcast_modules", "average_gradients", "all_reduce_sum"]
+__all__ = ["init", "rank", "world_size", "is_main", "broadcast_modules", "average_gradients", "all_reduce_sum",
+           "any_rank"]
 
 
 def init(device="cpu") -> Tuple[int, int, str]:
@@ -80,3 +81,11 @@ def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
     if world_size() > 1:
         dist.all_reduce(t)
     return t
+
+
+def any_rank(flag: bool, device) -> bool:
+    """Whether ``flag`` is true on any rank (every rank gets the same answer: a decision, such as
+    stopping, that the ranks must take together); ``flag`` itself in a single process."""
+    if world_size() == 1:
+        return bool(flag)
+    return bool(all_reduce_sum(torch.tensor([float(flag)], device=device)).item() > 0)

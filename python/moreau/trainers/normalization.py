@@ -25,41 +25,45 @@ class RunningMeanStd:
     def __init__(self, shape, device="cpu", epsilon: float = 1e-4):
         self.mean = torch.zeros(shape, dtype=torch.float64, device=device)
         self.var = torch.ones(shape, dtype=torch.float64, device=device)
-        self.count = epsilon
+        self.count = torch.tensor(epsilon, dtype=torch.float64, device=device)  # on the device: no host read
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
+        """Adds the rows of ``x`` without a non-finite entry (masked: no host read); a batch
+        without such rows changes nothing."""
         x = x.detach().to(torch.float64)
-        x = x[torch.isfinite(x).all(1)]
+        ok = torch.isfinite(x).all(1)
+        x = torch.where(ok[:, None], x, torch.zeros_like(x))
+        b_count = ok.sum().to(torch.float64)
         if distributed.world_size() > 1:  # the batch of every rank: all-reduce (n, Σx, Σx²)
-            sums = distributed.all_reduce_sum(torch.cat([x.new_tensor([x.shape[0]]), x.sum(0), (x * x).sum(0)]))
-            b_count = int(sums[0].item())
-            if b_count == 0:
-                return
-            b_mean = sums[1:1 + x.shape[1]] / b_count
-            b_var = (sums[1 + x.shape[1]:] / b_count - b_mean ** 2).clamp_min(0.0)
+            sums = distributed.all_reduce_sum(torch.cat([b_count.reshape(1), x.sum(0), (x * x).sum(0)]))
+            b_count = sums[0]
+            n = b_count.clamp_min(1.0)
+            b_mean = sums[1:1 + x.shape[1]] / n
+            b_var = (sums[1 + x.shape[1]:] / n - b_mean ** 2).clamp_min(0.0)
         else:
-            if x.shape[0] == 0:
-                return
-            b_mean, b_var, b_count = x.mean(0), x.var(0, unbiased=False), x.shape[0]
+            n = b_count.clamp_min(1.0)
+            b_mean = x.sum(0) / n
+            b_var = (torch.where(ok[:, None], x - b_mean, torch.zeros_like(x)) ** 2).sum(0) / n
         delta = b_mean - self.mean
         tot = self.count + b_count
-        self.mean = self.mean + delta * b_count / tot
         m2 = self.var * self.count + b_var * b_count + delta ** 2 * self.count * b_count / tot
-        self.var = m2 / tot
-        self.count = tot
+        some = b_count > 0
+        self.mean = torch.where(some, self.mean + delta * b_count / tot, self.mean)
+        self.var = torch.where(some, m2 / tot, self.var)
+        self.count = torch.where(some, tot, self.count)
 
     def frozen(self, dtype=torch.float32) -> Tuple[torch.Tensor, torch.Tensor]:
         """(mean, std) as constant tensors of ``dtype`` (a snapshot: later updates do not change them)."""
         return self.mean.to(dtype).clone(), torch.sqrt(self.var + 1e-5).to(dtype)
 
     def state_dict(self) -> Dict:
-        return {"mean": self.mean.cpu(), "var": self.var.cpu(), "count": self.count}
+        return {"mean": self.mean.cpu(), "var": self.var.cpu(), "count": float(self.count)}
 
     def load_state_dict(self, d: Dict) -> None:
         self.mean = d["mean"].to(self.mean.device, torch.float64)
         self.var = d["var"].to(self.var.device, torch.float64)
-        self.count = float(d["count"])
+        self.count = torch.tensor(float(d["count"]), dtype=torch.float64, device=self.mean.device)
 
 
 def normalize(obs: torch.Tensor, stats: Optional[Tuple[torch.Tensor, torch.Tensor]],

@@ -28,6 +28,7 @@ from ..tasks import env_config, make_env
 from ..tasks.presets import preset_kwargs
 from . import distributed
 from .checkpoints import PPO_FORMAT, RUN_STATE, is_stripped, latest_checkpoint, run_finished, write_policy
+from .meters import Stopwatch, host_values
 from .runlog import CsvLog
 
 __all__ = ["train", "evaluate", "main"]
@@ -79,7 +80,8 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
           torch_threads: Optional[int] = None, train_cfg: Optional[Dict[str, Any]] = None,
           task_kwargs: Optional[Dict[str, Any]] = None, eval_seed: int = 12345, eval_steps: Optional[int] = None,
           verbose: bool = True, save_interval: int = 50, resume: Optional[str] = None,
-          meta: Optional[Dict[str, Any]] = None, until: Optional[int] = None) -> Dict[str, Any]:
+          meta: Optional[Dict[str, Any]] = None, until: Optional[int] = None,
+          max_seconds: Optional[float] = None) -> Dict[str, Any]:
     """Trains PPO on ``task``; returns {"runner", "env", "initial", "final", "seconds"} where
     initial/final are ``evaluate`` results (deterministic policy) on a separate env seeded with
     ``eval_seed`` (None with ``eval_steps`` = 0). ``train_cfg``: overrides of
@@ -97,7 +99,13 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
     entries for the checkpoints' ``infos["moreau"]``. ``until``: stop after this iteration with a
     ``model_<it>.pt`` (no model_final.pt, no final evaluation), a run to resume later; nothing in
     rsl_rl's PPO depends on ``iterations``, so the first ``until`` iterations are those of the
-    whole run."""
+    whole run. ``max_seconds``: stop as ``until`` does after the first iteration that ends past
+    this many seconds of training (wall clock), and write the policy file of that checkpoint.
+
+    The rollout reads nothing back from the device (moreau.rl.rsl_rl with ``episode_extras``
+    off; rsl_rl's per-step NaN check replaced by one per iteration, ``RslRlVecEnv.check_finite``);
+    the log row's values are read once per iteration (moreau.trainers.meters); the iteration is
+    timed with CUDA events on a GPU. rsl_rl's own update still reads its losses per mini-batch."""
     if torch_threads is None and torch.device(device).type == "cpu":
         torch_threads = 1  # small MLPs; more threads only contend with the simulator's workers
     threads_before = torch.get_num_threads()
@@ -105,13 +113,13 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
         torch.set_num_threads(int(torch_threads))
     try:
         return _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs,
-                      eval_seed, eval_steps, verbose, save_interval, resume, meta or {}, until)
+                      eval_seed, eval_steps, verbose, save_interval, resume, meta or {}, until, max_seconds)
     finally:
         torch.set_num_threads(threads_before)
 
 
 def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads, train_cfg, task_kwargs, eval_seed,
-           eval_steps, verbose, save_interval, resume, meta, until=None):
+           eval_steps, verbose, save_interval, resume, meta, until=None, max_seconds=None):
     from ..rl.rsl_rl import RslRlVecEnv, default_train_cfg
 
     rank, world, device = distributed.init(device)  # under torchrun: one rank of a data-parallel run
@@ -122,11 +130,12 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
     env = make_env(task, num_envs, contact, device, seed + rank, n_threads=n_threads, **task_kwargs)
     eval_env = None if eval_steps == 0 or rank else make_env(task, num_envs, contact, device, eval_seed,
                                                              n_threads=n_threads, **task_kwargs)
-    vec = RslRlVecEnv(env)
+    vec = RslRlVecEnv(env, episode_extras=False)  # rsl_rl's Logger writes nothing here (log_dir None)
     cfg = default_train_cfg(**(train_cfg or {}))
     cfg["seed"] = seed
+    check_nan = cfg.get("check_for_nan", True)  # once per iteration below, not once per step
     # rsl_rl's own logging and checkpoints off (log_dir None): moreau writes log.csv and checkpoints
-    runner = _runner_class()(vec, cfg, log_dir=None, device=str(env.device))
+    runner = _runner_class()(vec, dict(cfg, check_for_nan=False), log_dir=None, device=str(env.device))
     contact_name = contact or (str(getattr(env.cfg, "contact", "none")) if hasattr(env, "cfg") else "none")
     info = {"format": PPO_FORMAT, **meta, "task": task, "contact": contact_name, "num_obs": env.num_obs,
             "num_actions": env.num_actions, "task_config": env_config(env), "train_cfg": cfg, "num_envs": num_envs,
@@ -157,22 +166,36 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
     per_it = cfg["num_steps_per_env"] * num_envs * world
     t_start = time.time()
     stop = iterations if until is None else min(until, iterations)
+    watch = Stopwatch(env.device)
+    timed_out = False
     try:
         while it < stop:  # one rsl_rl iteration at a time: log.csv rows and checkpoints
-            t0 = time.time()
+            t0 = watch.mark()
             runner.learn(1, init_at_random_ep_len=False)
-            dt = time.time() - t0
+            watch.add("iteration", t0, watch.mark())
+            row = host_values({  # the iteration's one read of the device
+                "episode_return": vec.episode_returns.mean(), "episode_length": vec.episode_lengths.mean(),
+                "action_std": runner.alg.get_policy().output_std.detach().mean(),
+                "learning_rate": runner.alg.learning_rate,
+                "command_scale": env.command_scale() if hasattr(env, "command_scale") else 1.0,
+                "nonfinite": vec.nonfinite})
+            if check_nan:
+                vec.check_finite(row["nonfinite"] > 0)
+            dt = watch.read()["iteration"]
             it, steps, wall = it + 1, steps + per_it, wall + dt
+            timed_out = it < stop and max_seconds is not None and distributed.any_rank(
+                time.time() - t_start >= max_seconds, env.device)
             if log is not None:
-                rets, lens = vec.episode_returns, vec.episode_lengths
                 log.write({"iteration": it, "env_steps": steps, "wall_time": wall, "fps": per_it / max(dt, 1e-9),
-                           "episode_return": sum(rets) / len(rets) if rets else float("nan"),
-                           "episode_length": sum(lens) / len(lens) if lens else float("nan"),
-                           "action_std": float(runner.alg.get_policy().output_std.detach().mean()),
-                           "learning_rate": runner.alg.learning_rate,
-                           "command_scale": env.command_scale() if hasattr(env, "command_scale") else 1.0})
-                if (save_interval > 0 and it % save_interval == 0) or (it == stop < iterations):
+                           "episode_return": row["episode_return"], "episode_length": row["episode_length"],
+                           "action_std": row["action_std"], "learning_rate": row["learning_rate"],
+                           "command_scale": row["command_scale"]})
+                if (save_interval > 0 and it % save_interval == 0) or (it == stop < iterations) or timed_out:
                     save(os.path.join(log_dir, f"model_{it}.pt"))
+            if timed_out:
+                if log_dir:
+                    write_policy(os.path.join(log_dir, f"model_{it}.pt"), os.path.join(log_dir, "policy.pt"))
+                break
         if log_dir and it >= iterations:
             save(os.path.join(log_dir, "model_final.pt"))
             write_policy(os.path.join(log_dir, "model_final.pt"), os.path.join(log_dir, "policy.pt"))
@@ -182,7 +205,8 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
     seconds = time.time() - t_start
     if it < iterations:
         if verbose:
-            print(f"[ppo] stopped at iteration {it} of {iterations} (--until); resume to go on", flush=True)
+            why = f"--max-minutes, {seconds:.0f} s" if timed_out else "--until"
+            print(f"[ppo] stopped at iteration {it} of {iterations} ({why}); resume to go on", flush=True)
         return {"runner": runner, "env": env, "initial": initial, "final": None, "seconds": seconds}
     final = evaluate(runner.alg.get_policy(), eval_env, eval_steps) if eval_env is not None else None
     if verbose:
@@ -221,6 +245,8 @@ def main(argv=None) -> int:
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --log-dir")
     p.add_argument("--until", type=int, default=None, help="stop after this iteration (a model_<it>.pt, not "
                    "model_final.pt, is saved): a run to continue later with --resume")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop after the iteration that ends past this "
+                   "many minutes of training, as --until does, with the policy file of that checkpoint")
     a = p.parse_args(argv)
     task_kwargs: Dict[str, Any] = {}
     if a.task == "locomotion":
@@ -241,7 +267,8 @@ def main(argv=None) -> int:
     train_cfg = {"num_steps_per_env": a.steps_per_env} if a.steps_per_env else None
     train(a.task, a.iterations, a.num_envs, contact, a.device, a.seed, a.log_dir, a.n_threads, a.torch_threads,
           train_cfg, task_kwargs, eval_steps=a.eval_steps, save_interval=a.save_interval, resume=a.resume,
-          meta={"task_preset": a.task_preset}, until=a.until)
+          meta={"task_preset": a.task_preset}, until=a.until,
+          max_seconds=None if a.max_minutes is None else 60.0 * a.max_minutes)
     return 0
 
 

@@ -27,6 +27,12 @@ ELU MLPs, Adam (betas 0.7, 0.95), gradient-norm clipping, learning rates decayed
 ``load``; moreau.trainers.checkpoints.load_policy for evaluation). Named training recipes
 (``--preset``): moreau.tasks.presets.SHAC_PRESETS.
 
+On a GPU nothing in an iteration waits for the device (``run_iteration``): episode ends are
+handled under masks, the statistics stay on the device (moreau.trainers.meters), a skipped actor
+step is undone with ``torch.where`` (the actor's Adam keeps its step count on the device), and
+the iteration's time breakdown is taken with CUDA events. ``iteration`` then reads the
+statistics back once (``read_stats``): the one wait of the iteration.
+
 Command line::
 
     python3 -m moreau.trainers.shac --task cartpole --iterations 200 --num-envs 64 --logdir runs/cartpole
@@ -44,9 +50,7 @@ import collections
 import copy
 import dataclasses
 import json
-import math
 import os
-import statistics
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -58,6 +62,7 @@ from ..tasks.presets import SHAC_DEFAULTS, SHAC_PRESETS, preset_kwargs
 from . import distributed
 from .checkpoints import (RUN_STATE, SHAC_FORMAT, is_stripped, latest_checkpoint, run_finished, save_checkpoint,
                           strip_checkpoint)
+from .meters import RecentValues, Stopwatch, host_values
 from .networks import ActorMLP, CriticMLP
 from .normalization import RunningMeanStd, normalize
 from .runlog import CsvLog
@@ -112,6 +117,39 @@ def _writer(logdir: Optional[str]):
     return SummaryWriter(logdir)
 
 
+def _place_adam_steps(opt: torch.optim.Adam) -> None:
+    """On a CUDA device, Adam's step counts on the device with it (``capturable``), so that
+    ``_guarded_step`` undoes a step without a host read; elsewhere as torch keeps them (the CPU).
+    Also after loading a state saved on another device."""
+    for g in opt.param_groups:
+        cuda = all(p.device.type == "cuda" for p in g["params"])
+        g["capturable"] = cuda
+        for p in g["params"]:
+            st = opt.state.get(p, {})
+            if isinstance(st.get("step"), torch.Tensor):
+                st["step"] = st["step"].to(p.device if cuda else "cpu")
+
+
+@torch.no_grad()
+def _guarded_step(opt: torch.optim.Optimizer, skip: torch.Tensor) -> None:
+    """``opt.step()`` unless ``skip`` (a 0-dim bool tensor): the parameters and the optimizer's
+    state are restored where ``skip`` is set, so that the decision is never read on the host. The
+    state before a first step (none yet) restores as zeros, which is what Adam starts from."""
+    saved = []
+    for g in opt.param_groups:
+        for p in g["params"]:
+            if p.grad is not None:
+                st = opt.state.get(p, {})
+                saved.append((p, p.clone(), {k: v.clone() for k, v in st.items() if isinstance(v, torch.Tensor)}))
+    opt.step()
+    for p, before, state in saved:
+        p.copy_(torch.where(skip, before, p))
+        for k, v in opt.state[p].items():
+            if isinstance(v, torch.Tensor):
+                old = state.get(k, torch.zeros_like(v))
+                v.copy_(torch.where(skip.to(v.device), old, v))
+
+
 class SHAC:
     """SHAC on a DiffEnv. ``train()`` runs ``cfg.iterations`` iterations (or ``train(n)``);
     ``iteration()`` runs one and returns its statistics."""
@@ -134,6 +172,7 @@ class SHAC:
         self.target_critic.requires_grad_(False)
         distributed.broadcast_modules(self.actor, self.critic, self.target_critic)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr, betas=tuple(cfg.betas))
+        _place_adam_steps(self.actor_opt)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr, betas=tuple(cfg.betas))
         self.obs_rms = RunningMeanStd((n_obs,), device=self.device) if cfg.obs_norm else None
         self.it = 0
@@ -145,13 +184,18 @@ class SHAC:
         self.next_values = torch.zeros(h, n, device=self.device)
         self.ep_return = torch.zeros(n, device=self.device)
         self.ep_length = torch.zeros(n, device=self.device)
-        self.finished_returns: collections.deque = collections.deque(maxlen=200)
-        self.finished_lengths: collections.deque = collections.deque(maxlen=200)
+        self.ended = torch.zeros(h, n, dtype=torch.bool, device=self.device)  # the rollout's episode ends,
+        self.ended_return = torch.zeros(h, n, device=self.device)             # their returns and lengths
+        self.ended_length = torch.zeros(h, n, device=self.device)
+        self.finished_returns = RecentValues(200, self.device)  # the last finished episodes'
+        self.finished_lengths = RecentValues(200, self.device)
         self.timers = collections.defaultdict(float)
+        self.stopwatch = Stopwatch(self.device)
         self.history: List[Dict] = []
         self.wall_time = 0.0  # seconds of training iterations, over resumes
-        self.recent_grad_norms: collections.deque = collections.deque(maxlen=50)  # the last iterations' norms
+        self.recent_grad_norms = RecentValues(50, self.device)  # the last iterations' finite norms
         self.started = False  # the first iteration resets the env (set it to keep states set before)
+        self.timed_out = False  # the last train() stopped at its max_seconds
 
     # ---- policy ---------------------------------------------------------------------
     def obs_stats(self):
@@ -170,9 +214,8 @@ class SHAC:
         return base + (self.cfg.lr_min - base) * frac
 
     def _actor_loss(self) -> torch.Tensor:
-        cfg, env = self.cfg, self.env
+        cfg, env, sw = self.cfg, self.env, self.stopwatch
         h, n = cfg.horizon, env.num_envs
-        tm = self.timers
         stats = self.obs_stats()  # frozen for the whole rollout (later updates must not enter the graph)
         obs = env.get_observations()
         if self.obs_rms is not None:
@@ -181,35 +224,32 @@ class SHAC:
         disc = torch.ones(n, device=self.device)
         loss = torch.zeros((), device=self.device)
         for i in range(h):
-            t0 = time.perf_counter()
+            t0 = sw.mark()
             obs_n = normalize(obs.to(torch.float32), stats)
             self.obs_buf[i] = obs_n.detach()
             actions = self.actor(obs_n, cfg.action_noise, self.gen)
-            t1 = time.perf_counter()
+            t1 = sw.mark()
             obs, rew, done, info = env.step(actions)
-            t2 = time.perf_counter()
+            t2 = sw.mark()
             obs = obs.to(torch.float32)
             rew = rew.to(torch.float32)
             time_outs = info.get("time_outs")
             time_outs = torch.zeros_like(done) if time_outs is None else time_outs.to(torch.bool)
+            # under masks, no host read: a blown-up environment gets no reward and a terminal end
             finite = torch.isfinite(rew.detach())
-            if not bool(finite.all()):  # a blown-up environment: no reward, a terminal end
-                rew = torch.where(finite, rew, torch.zeros_like(rew))
-                done = done | ~finite
-                time_outs = time_outs & finite
+            rew = torch.where(finite, rew, torch.zeros_like(rew))
+            done = done | ~finite
+            time_outs = time_outs & finite
             if self.obs_rms is not None:
                 self.obs_rms.update(obs)
             next_v = self.target_critic(normalize(obs, stats))
-            if bool(done.any()):
-                end_obs = info.get("obs_before_reset", obs).to(torch.float32)
-                ok = torch.isfinite(end_obs.detach()).all(1) & (end_obs.detach().abs().amax(1) < 1e6)
-                boot = time_outs & ok
-                if bool(boot.any()):
-                    safe = torch.where(ok[:, None], end_obs, torch.zeros_like(end_obs))
-                    v_end = torch.where(boot, self.target_critic(normalize(safe, stats)), torch.zeros_like(next_v))
-                else:
-                    v_end = torch.zeros_like(next_v)
-                next_v = torch.where(done, v_end, next_v)
+            # an ended episode's next value: the target critic's of its last observation after a
+            # time-out (bootstrapped), 0 after a failure
+            end_obs = info.get("obs_before_reset", obs).to(torch.float32)
+            ok = torch.isfinite(end_obs.detach()).all(1) & (end_obs.detach().abs().amax(1) < 1e6)
+            safe = torch.where(ok[:, None], end_obs, torch.zeros_like(end_obs))
+            v_end = torch.where(time_outs & ok, self.target_critic(normalize(safe, stats)), torch.zeros_like(next_v))
+            next_v = torch.where(done, v_end, next_v)
             rew_acc = rew_acc + disc * rew
             value_term = rew_acc + disc * cfg.gamma * next_v
             if i < h - 1:
@@ -224,16 +264,18 @@ class SHAC:
                 self.next_values[i] = next_v.detach()
                 self.ep_return += rew.detach()
                 self.ep_length += 1
-                if bool(done.any()):
-                    ids = done.nonzero().squeeze(1)
-                    self.finished_returns.extend(self.ep_return[ids].tolist())
-                    self.finished_lengths.extend(self.ep_length[ids].tolist())
-                    self.ep_return[ids] = 0
-                    self.ep_length[ids] = 0
-            t3 = time.perf_counter()
-            tm["policy"] += t1 - t0
-            tm["env_step"] += t2 - t1
-            tm["policy"] += t3 - t2  # values, bookkeeping
+                self.ended[i] = done
+                self.ended_return[i] = self.ep_return
+                self.ended_length[i] = self.ep_length
+                self.ep_return.masked_fill_(done, 0)
+                self.ep_length.masked_fill_(done, 0)
+            t3 = sw.mark()
+            sw.add("policy", t0, t1)
+            sw.add("env_step", t1, t2)
+            sw.add("policy", t2, t3)  # values, bookkeeping
+        # the episodes that ended, in the order they ended (step by step, environment by environment)
+        self.finished_returns.extend(self.ended_return, self.ended)
+        self.finished_lengths.extend(self.ended_length, self.ended)
         self.steps += h * n * distributed.world_size()
         return loss / (h * n)
 
@@ -254,17 +296,19 @@ class SHAC:
             target[i] = (1.0 - cfg.lam) * ai + lam * bi
         return target
 
-    def _train_critic(self, target: torch.Tensor) -> float:
+    def _train_critic(self, target: torch.Tensor) -> torch.Tensor:
+        """The critic's epochs on the TD(λ) targets; returns the last epoch's mean minibatch loss
+        (a float64 tensor: no host read)."""
         cfg = self.cfg
         obs = self.obs_buf.reshape(-1, self.obs_buf.shape[-1])
         tgt = target.reshape(-1)
         total = obs.shape[0]
         nb = max(1, min(cfg.critic_minibatches, total))
         bs = total // nb
-        last = 0.0
+        last = torch.zeros((), dtype=torch.float64, device=self.device)
         for _ in range(cfg.critic_iterations):
             perm = torch.randperm(total, generator=self.gen, device=self.device)
-            epoch_loss = 0.0
+            epoch_loss = torch.zeros((), dtype=torch.float64, device=self.device)
             for b in range(nb):
                 idx = perm[b * bs:(b + 1) * bs]
                 loss = ((self.critic(obs[idx]) - tgt[idx]) ** 2).mean()
@@ -274,7 +318,7 @@ class SHAC:
                 if cfg.grad_norm > 0:
                     nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.grad_norm)
                 self.critic_opt.step()
-                epoch_loss += loss.item()
+                epoch_loss += loss.detach().to(torch.float64)
             last = epoch_loss / nb
         with torch.no_grad():
             a = cfg.target_alpha
@@ -283,13 +327,18 @@ class SHAC:
         return last
 
     def iteration(self) -> Dict[str, float]:
-        """One SHAC iteration; returns its statistics."""
-        cfg, tm = self.cfg, self.timers
+        """One SHAC iteration; returns its statistics as Python numbers (``run_iteration``, then
+        ``read_stats``: the iteration's one read of the device)."""
+        return self.read_stats(self.run_iteration())
+
+    def run_iteration(self) -> Dict:
+        """One SHAC iteration without reading anything back from the device; returns its
+        statistics, tensors among them (``read_stats`` turns them into numbers)."""
+        cfg, sw = self.cfg, self.stopwatch
         if not self.started:
             self.env.reset()
             self.started = True
-        t_start = time.perf_counter()
-        before = dict(tm)
+        t_start = sw.mark()
         from .. import torch as mt
         sim0 = dict(mt.timing)
         actor_lr, critic_lr = self._lr(cfg.actor_lr), self._lr(cfg.critic_lr)
@@ -300,66 +349,77 @@ class SHAC:
         self.env.detach()  # the horizon boundary: a new graph from the current state
         self.actor_opt.zero_grad(set_to_none=True)
         loss = self._actor_loss()
-        t0 = time.perf_counter()
+        t0 = sw.mark()
         loss.backward()
         distributed.average_gradients(self.actor.parameters())
-        t1 = time.perf_counter()
+        t1 = sw.mark()
         grads = [p.grad for p in self.actor.parameters() if p.grad is not None]
-        grad_norm = torch.norm(torch.stack([g.norm() for g in grads])).item() if grads else 0.0
+        grad_norm = (torch.norm(torch.stack([g.norm() for g in grads])) if grads
+                     else torch.zeros((), device=self.device))
         # A spike (an exploding gradient through contact, dominated by a few environments) is
         # skipped, not clipped: clipped, it is still a full step in its direction, and it inflates
         # Adam's second moment, which then damps the next ~1/(1 - beta2) steps. The median is over
         # every recent iteration, skipped or not, so that norms that grow for good are followed.
+        # The decision stays on the device: the step is taken and undone where skipped.
+        norm = grad_norm.detach().to(torch.float64)
+        finite = torch.isfinite(norm)
+        skipped = ~finite
         recent = self.recent_grad_norms
-        spike = (cfg.grad_spike_ratio > 0 and len(recent) >= 10
-                 and grad_norm > cfg.grad_spike_ratio * statistics.median(recent))
-        skipped = spike or not math.isfinite(grad_norm)
-        if skipped:
-            self.actor_opt.zero_grad(set_to_none=True)
-        else:
-            if cfg.grad_norm > 0:
-                nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.grad_norm)
-            self.actor_opt.step()
-        if math.isfinite(grad_norm):
-            recent.append(grad_norm)
+        if cfg.grad_spike_ratio > 0:
+            skipped = skipped | ((recent.num() >= 10) & (norm > cfg.grad_spike_ratio * recent.median()))
+        if cfg.grad_norm > 0:
+            nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.grad_norm)
+        _guarded_step(self.actor_opt, skipped)
+        recent.extend(norm.reshape(1), finite.reshape(1))
         self.env.detach()
-        t2 = time.perf_counter()
+        t2 = sw.mark()
         value_loss = self._train_critic(self._target_values())
-        t3 = time.perf_counter()
-        tm["backward"] += t1 - t0
-        tm["actor_update"] += t2 - t1
-        tm["critic"] += t3 - t2
-        tm["iteration"] += t3 - t_start
+        t3 = sw.mark()
+        sw.add("backward", t0, t1)
+        sw.add("actor_update", t1, t2)
+        sw.add("critic", t2, t3)
+        sw.add("iteration", t_start, t3)
         self.it += 1
         stats = {
-            "actor_loss": loss.item(),
+            "actor_loss": loss.detach(),
             "value_loss": value_loss,
-            "grad_norm": grad_norm,
-            "actor_step_skipped": float(skipped),
+            "grad_norm": grad_norm.detach(),
+            "actor_step_skipped": skipped,
             "actor_lr": actor_lr,
-            "mean_reward": self.rew_buf.mean().item(),
-            "episode_return": (sum(self.finished_returns) / len(self.finished_returns)
-                               if self.finished_returns else float("nan")),
-            "episode_length": (sum(self.finished_lengths) / len(self.finished_lengths)
-                               if self.finished_lengths else float("nan")),
-            "iteration_time": t3 - t_start,
-            "fps": cfg.horizon * self.env.num_envs * distributed.world_size() / max(t3 - t_start, 1e-9),
+            "mean_reward": self.rew_buf.mean(),
+            "episode_return": self.finished_returns.mean(),
+            "episode_length": self.finished_lengths.mean(),
+            "time_sim_forward": mt.timing["forward"] - sim0["forward"],  # inside env_step
+            "time_sim_adjoint": mt.timing["adjoint"] - sim0["adjoint"],  # inside backward
         }
-        for k in ("env_step", "policy", "backward", "critic"):  # this iteration's time breakdown [s]
-            stats["time_" + k] = tm[k] - before.get(k, 0.0)
-        stats["time_sim_forward"] = mt.timing["forward"] - sim0["forward"]  # inside env_step
-        stats["time_sim_adjoint"] = mt.timing["adjoint"] - sim0["adjoint"]  # inside backward
         if hasattr(self.env, "command_scale"):
             stats["command_scale"] = self.env.command_scale()
             stats["curriculum_tracking"] = self.env.curriculum_tracking
+        return stats
+
+    def read_stats(self, stats: Dict) -> Dict[str, float]:
+        """``run_iteration``'s statistics as Python numbers (one read of the device), with the
+        iteration's time breakdown (the Stopwatch's intervals; CUDA events on a GPU); appended to
+        ``history``."""
+        stats = host_values(stats)
+        spans = self.stopwatch.read()
+        for k, v in spans.items():
+            self.timers[k] += v
+        took = spans.get("iteration", 0.0)
+        stats["iteration_time"] = took
+        stats["fps"] = self.cfg.horizon * self.env.num_envs * distributed.world_size() / max(took, 1e-9)
+        for k in ("env_step", "policy", "backward", "critic"):  # this iteration's time breakdown [s]
+            stats["time_" + k] = spans.get(k, 0.0)
         self.history.append(stats)
         return stats
 
     # ---- training loop --------------------------------------------------------------
-    def train(self, iterations: Optional[int] = None, final: bool = True) -> List[Dict]:
+    def train(self, iterations: Optional[int] = None, final: bool = True,
+              max_seconds: Optional[float] = None) -> List[Dict]:
         """Runs ``iterations`` iterations (default ``cfg.iterations``) and saves model_final.pt after
         them with its policy file policy.pt, or, with ``final=False`` (a run stopped before its
-        end), model_<it>.pt."""
+        end), model_<it>.pt. ``max_seconds``: stop after the first iteration that ends past this
+        many seconds (wall clock) and save model_<it>.pt and policy.pt."""
         n = self.cfg.iterations if iterations is None else int(iterations)
         logdir = self.logdir if distributed.is_main() else None  # rank 0 alone logs and saves
         writer = _writer(logdir)
@@ -371,8 +431,10 @@ class SHAC:
                 bar = tqdm(total=n, desc="SHAC", dynamic_ncols=True)
             except ImportError:
                 bar = None
+        t_start = time.time()
+        self.timed_out = False
         try:
-            for _ in range(n):
+            for i in range(n):
                 s = self.iteration()
                 self.wall_time += s["iteration_time"]
                 if log is not None:
@@ -389,9 +451,14 @@ class SHAC:
                     bar.update(1)
                 if logdir and self.cfg.save_interval > 0 and self.it % self.cfg.save_interval == 0:
                     self.save(os.path.join(logdir, f"model_{self.it}.pt"))
+                if i < n - 1 and max_seconds is not None and distributed.any_rank(
+                        time.time() - t_start >= max_seconds, self.device):
+                    self.timed_out = True
+                    break
             if logdir:
-                self.save(os.path.join(logdir, "model_final.pt" if final else f"model_{self.it}.pt"))
-                if final:  # the policy alone (moreau.trainers.checkpoints.strip_checkpoint): what evaluation loads
+                done = final and not self.timed_out
+                self.save(os.path.join(logdir, "model_final.pt" if done else f"model_{self.it}.pt"))
+                if done or self.timed_out:  # the policy alone (checkpoints.strip_checkpoint): what evaluation loads
                     save_checkpoint(strip_checkpoint(self.state_dict()), os.path.join(logdir, "policy.pt"))
         finally:
             if log is not None:
@@ -418,7 +485,7 @@ class SHAC:
             "env_steps": self.steps,
             "wall_time": self.wall_time,
             "env_schedule": self.env.schedule_state() if hasattr(self.env, "schedule_state") else None,
-            "recent_grad_norms": list(self.recent_grad_norms),
+            "recent_grad_norms": self.recent_grad_norms.tolist(),
         }
 
     def save(self, path: str) -> None:
@@ -435,13 +502,13 @@ class SHAC:
         if load_optimizers:
             self.actor_opt.load_state_dict(ck["actor_opt"])
             self.critic_opt.load_state_dict(ck["critic_opt"])
+            _place_adam_steps(self.actor_opt)
         if self.obs_rms is not None and ck.get("obs_rms") is not None:
             self.obs_rms.load_state_dict(ck["obs_rms"])
         self.it = int(ck.get("iteration", 0))
         self.steps = int(ck.get("env_steps", 0))
         self.wall_time = float(ck.get("wall_time", 0.0))
-        self.recent_grad_norms.clear()
-        self.recent_grad_norms.extend(ck.get("recent_grad_norms") or [])
+        self.recent_grad_norms.load(ck.get("recent_grad_norms") or [])
         if hasattr(self.env, "load_schedule_state"):  # the task's schedules (command curriculum) go on
             self.env.load_schedule_state(ck.get("env_schedule") or
                                          {"common_step_counter": self.steps // (self.env.num_envs
@@ -480,6 +547,8 @@ def main(argv=None) -> int:
     p.add_argument("--until", type=int, default=None, help="stop after this iteration (the schedules still run "
                    "over --iterations; a model_<it>.pt, not model_final.pt, is saved): a run to continue later")
     p.add_argument("--save-interval", type=int, default=100)
+    p.add_argument("--max-minutes", type=float, default=None, help="stop after the iteration that ends past this "
+                   "many minutes (wall clock), saving model_<it>.pt (to resume) and policy.pt")
     p.add_argument("--resume", default=None, help="a checkpoint to continue from, or 'auto': the newest in --logdir "
                    "(a finished run, model_final.pt, is then not run again)")
     p.add_argument("--no-progress", action="store_true")
@@ -540,7 +609,10 @@ def main(argv=None) -> int:
     if agent.it >= stop:
         say(f"moreau.trainers.shac: the run is at iteration {agent.it}, past --until {stop}")
         return 0
-    hist = agent.train(stop - agent.it, final=stop == cfg.iterations)
+    hist = agent.train(stop - agent.it, final=stop == cfg.iterations,
+                       max_seconds=None if a.max_minutes is None else 60.0 * a.max_minutes)
+    if agent.timed_out:
+        say(f"moreau.trainers.shac: stopped at iteration {agent.it} by --max-minutes {a.max_minutes:g}")
     if hist:
         last = hist[-1]
         tm = agent.timers
@@ -549,7 +621,8 @@ def main(argv=None) -> int:
               f"{tm['iteration'] / len(hist):.3f} s (env step {tm['env_step'] / len(hist):.3f}, backward "
               f"{tm['backward'] / len(hist):.3f}, critic {tm['critic'] / len(hist):.3f})")
     if a.logdir:
-        say(f"checkpoint: {os.path.join(a.logdir, 'model_final.pt')}")
+        name = f"model_{agent.it}.pt" if agent.timed_out or stop < cfg.iterations else "model_final.pt"
+        say(f"checkpoint: {os.path.join(a.logdir, name)}")
     return 0
 
 
