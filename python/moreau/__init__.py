@@ -15,7 +15,9 @@ studies' runners.
 
 Errors: ``moreau.Error`` (RuntimeError) for what the library rejects (files, names, sizes),
 ``moreau.TensorError`` (ValueError and TypeError) for a tensor argument of the wrong dtype,
-device, shape or layout.
+device, shape or layout. ``moreau.ModelWarning`` (a UserWarning) for what a robot file asks for
+and moreau does not simulate (an ignored attribute, a joint limit not enforced, a ground plane
+not at z = 0), one per entry of ``Model.warnings``.
 """
 from ._moreau import (  # noqa: F401
     JOINT_BALL,
@@ -42,7 +44,7 @@ from ._moreau import (  # noqa: F401
     contact_mode_from_name,
     cuda_available,
 )
-from .simulator import Simulator, asset, contact_mode_name, export_mjcf, load, load_mjcf, load_model, load_model_from_string, load_urdf  # noqa: F401
+from .simulator import ModelWarning, Simulator, asset, contact_mode_name, export_mjcf, load, load_mjcf, load_model, load_model_from_string, load_urdf  # noqa: F401
 from . import torch  # noqa: F401,E402  (moreau.torch)
 
 __version__ = "0.1.0"

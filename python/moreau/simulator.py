@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Optional, Union
 
 import numpy as np
@@ -45,16 +46,31 @@ def _path(fn: str, x) -> str:
     return os.fspath(x)
 
 
+class ModelWarning(UserWarning):
+    """A feature of a robot file that moreau reads but does not simulate as written (an ignored
+    attribute, a joint limit not enforced, a ground plane not at z = 0, ...): one per entry of
+    ``Model.warnings``, raised by the loaders."""
+
+
+def _warned(model: Model) -> Model:
+    """The model, after one ``ModelWarning`` per entry of its ``warnings`` (stacklevel: the
+    loader's caller)."""
+    for w in model.warnings:
+        warnings.warn(w, ModelWarning, stacklevel=3)
+    return model
+
+
 def load_model(path) -> Model:
-    """A Model from a file: .json (moreau's format), .urdf or .xml (MJCF), by extension."""
-    return _moreau.load_model(_path("moreau.load_model", path))
+    """A Model from a file: .json (moreau's format), .urdf or .xml (MJCF), by extension. What the
+    file asks for and moreau does not simulate is a ``ModelWarning``."""
+    return _warned(_moreau.load_model(_path("moreau.load_model", path)))
 
 
 def load_model_from_string(text: str, source: str = "<string>") -> Model:
     """A Model from the JSON text of moreau's robot format; ``source`` names it in errors."""
     if not isinstance(text, str):
         fail("moreau.load_model_from_string", "text", "type", "a str of JSON", type(text).__name__)
-    return _moreau.load_model_from_string(text, str(source))
+    return _warned(_moreau.load_model_from_string(text, str(source)))
 
 
 def _compiled(fn: str, f, *args, **kwargs):
@@ -72,12 +88,12 @@ def load_urdf(path, *args, **options) -> Model:
     """A Model from a URDF file (or ``text=``, ``path`` naming its source); options as
     moreau::UrdfOptions: fixed_base, contact_bodies (glob patterns), default_qpos, add_actuators,
     kp, kd."""
-    return _compiled("moreau.load_urdf", _moreau.load_urdf, _path("moreau.load_urdf", path), *args, **options)
+    return _warned(_compiled("moreau.load_urdf", _moreau.load_urdf, _path("moreau.load_urdf", path), *args, **options))
 
 
 def load_mjcf(path, *args, **options) -> Model:
     """A Model from an MJCF file (or ``text=``, ``path`` naming its source; ``include_dir``)."""
-    return _compiled("moreau.load_mjcf", _moreau.load_mjcf, _path("moreau.load_mjcf", path), *args, **options)
+    return _warned(_compiled("moreau.load_mjcf", _moreau.load_mjcf, _path("moreau.load_mjcf", path), *args, **options))
 
 
 def export_mjcf(model: Model) -> str:

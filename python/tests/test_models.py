@@ -98,3 +98,28 @@ def test_joint_spring_pulls_towards_its_rest_position():
     sim.step(10)
     assert float(sim.v[0, 0]) > 0 and float(sim.q[0, 0]) > 0
     assert moreau.export_mjcf(m).count('stiffness="5"') == 1
+
+
+PLANE_BELOW = """<mujoco><worldbody><geom type="plane" pos="0 0 -1" size="5 5 0.1"/>
+  <body pos="0 0 0.5"><freejoint/><geom type="box" size="0.05 0.05 0.05" mass="0.37"/></body>
+</worldbody></mujoco>
+"""
+
+
+def test_what_moreau_does_not_simulate_is_a_python_warning(tmp_path):
+    # a floor plane at z = -1 (moreau's ground is z = 0) and a joint limit it does not enforce
+    path = tmp_path / "plane.xml"
+    path.write_text(PLANE_BELOW)
+    with pytest.warns(moreau.ModelWarning, match=r"plane\.xml:1: geom: a ground plane that is not z = 0"):
+        m = moreau.load_model(path)
+    with pytest.warns(moreau.ModelWarning, match="not z = 0"):
+        moreau.load_mjcf(path)
+    with pytest.warns(moreau.ModelWarning, match="position limits, stored but not enforced"):
+        u = moreau.load_urdf("arm.urdf", text=URDF)
+    assert len(m.warnings) == 1 and any("not enforced" in w for w in u.warnings)
+
+
+def test_a_robot_moreau_simulates_as_written_loads_without_warnings(recwarn):
+    moreau.load_model(moreau.asset("anymal_c.json"))
+    moreau.Simulator(moreau.asset("cube.json"), n_env=2)
+    assert not [w for w in recwarn if issubclass(w.category, moreau.ModelWarning)]
