@@ -131,8 +131,10 @@ tests() {
     python3 -m pytest -q -p no:cacheprovider --co python/tests | tail -n 3 &&
       timeout -k 5 "$1" python3 -m pytest -q -p no:cacheprovider -rxs python/tests/test_host_sync.py
   else
+    # test_mujoco_engine.py (moreau against MuJoCo, CPU only) stays with the CPU suite: the
+    # image has no mujoco, whose wheels (about 22 MB) would not fit the carried .gpu/
     MOREAU_REQUIRE_CUDA=1 timeout -k 5 "$1" python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 100 -rfEs \
-      --junitxml "$logs/pytest.xml" python/tests
+      --ignore python/tests/test_mujoco_engine.py --junitxml "$logs/pytest.xml" python/tests
   fi
 }
 stage tests 150 270 tests

@@ -23,11 +23,12 @@ fi
 # libraries: ~4 GB, about a minute here), nanobind and scikit-build-core to build it with
 # `pip install --no-build-isolation .` (scripts/test.sh), rsl-rl-lib (PPO baseline,
 # moreau.rl.rsl_rl, moreau.trainers.ppo), gymnasium (moreau.rl.gymnasium), tensorboard, tqdm,
-# matplotlib (moreau.trainers.shac logs and progress bar, moreau.evaluation plots). Skipped when already importable.
-if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy, rsl_rl, gymnasium, tensorboard, tqdm, matplotlib" 2>/dev/null; then
-  python3 -m pip install --quiet --root-user-action=ignore torch nanobind scikit-build-core pytest numpy rsl-rl-lib gymnasium tensorboard tqdm matplotlib 2>/dev/null ||
+# matplotlib (moreau.trainers.shac logs and progress bar, moreau.evaluation plots), mujoco
+# (moreau.evaluation.mujoco, a policy run in MuJoCo). Skipped when already importable.
+if ! python3 -c "import torch, nanobind, scikit_build_core, pytest, numpy, rsl_rl, gymnasium, tensorboard, tqdm, matplotlib, mujoco" 2>/dev/null; then
+  python3 -m pip install --quiet --root-user-action=ignore torch nanobind scikit-build-core pytest numpy rsl-rl-lib gymnasium tensorboard tqdm matplotlib mujoco 2>/dev/null ||
     python3 -m pip install --quiet --root-user-action=ignore --break-system-packages \
-      torch nanobind scikit-build-core pytest numpy rsl-rl-lib gymnasium tensorboard tqdm matplotlib
+      torch nanobind scikit-build-core pytest numpy rsl-rl-lib gymnasium tensorboard tqdm matplotlib mujoco
 fi
 # MuJoCo's current release, the benchmarks' second CPU peer (bench/mujoco_peer.cc): the shared
 # library and headers of PyPI's mujoco-core wheel, unpacked (not installed) where
