@@ -12,10 +12,11 @@ regex in a file that matches the glob is blanked before the patterns are searche
 allowed span is exempt, not the rest of its line.
 
 Skipped: binary files (by extension, or a NUL byte in the first 8 KiB), the vendored robot
-files under tests/data/robots/ (kept byte for byte as published), and this checker and its two
-pattern files. Each finding is printed as 'path:line: text  [pattern]'; the exit status is 1
-when there is any, 2 on a usage or configuration error, 0 otherwise (also outside a git
-checkout, where there is no list of files to check). Python 3 standard library only.
+files under tests/data/robots/ (kept byte for byte as published), and this checker and its three
+data files (patterns, allowed uses, self-test cases). Each finding is printed as
+'path:line: text  [pattern]'; the exit status is 1 when there is any, 2 on a usage or configuration error (or outside a git checkout, where there
+is no list of files to check), 0 otherwise. The self-test's cases: scripts/process_words_cases.txt.
+Python 3 standard library only.
 """
 from __future__ import annotations
 
@@ -30,11 +31,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PATTERNS_FILE = os.path.join(HERE, "process_words.txt")
 ALLOW_FILE = os.path.join(HERE, "process_words_allow.txt")
+CASES_FILE = os.path.join(HERE, "process_words_cases.txt")
 
 BINARY_EXTENSIONS = (".pt", ".png", ".gif", ".gz", ".npz", ".xz", ".jpg", ".jpeg", ".pdf", ".so", ".a", ".o",
                      ".zip", ".npy", ".pkl", ".stl", ".obj", ".dae")
 SKIP_PREFIXES = ("tests/data/robots/",)
-SELF = ("scripts/check_words.py", "scripts/process_words.txt", "scripts/process_words_allow.txt")
+SELF = ("scripts/check_words.py", "scripts/process_words.txt", "scripts/process_words_allow.txt",
+        "scripts/process_words_cases.txt")
 
 Pattern = Tuple[str, "re.Pattern[str]"]
 Allow = Tuple[str, "re.Pattern[str]"]
@@ -89,32 +92,7 @@ def check_line(path: str, line: str, patterns: Sequence[Pattern], allow: Sequenc
     return [text for text, rx in patterns if rx.search(line)]
 
 
-def gates(patterns: Sequence[Pattern]) -> List[Tuple[bool, "re.Pattern[str]"]]:
-    """A fast necessary condition per pattern, to skip the files and lines it cannot match:
-    the pattern without a leading word boundary, in lower case, searched case-sensitively in
-    the lower-cased text (Python's scan for a literal prefix is then some 30x faster than a
-    case-insensitive search behind a \\b). A pattern that turns case-insensitivity off,
-    (?-i:...), is its own gate on the original text. (lowered?, regex) per pattern."""
-    out = []
-    for text, rx in patterns:
-        if text.startswith("(?-i:"):
-            out.append((False, rx))
-            continue
-        t = text[2:] if text.startswith("\\b") else text
-        lowered, i = [], 0
-        while i < len(t):  # lower-case all but escapes: \D, \S, \W and \B keep their sense
-            if t[i] == "\\" and i + 1 < len(t):
-                lowered.append(t[i:i + 2])
-                i += 2
-            else:
-                lowered.append(t[i].lower())
-                i += 1
-        out.append((True, re.compile("".join(lowered))))
-    return out
-
-
-def check_file(path: str, full: str, patterns: Sequence[Pattern], allow: Sequence[Allow],
-               pattern_gates: Optional[List[Tuple[bool, "re.Pattern[str]"]]] = None) -> List[str]:
+def check_file(path: str, full: str, patterns: Sequence[Pattern], allow: Sequence[Allow]) -> List[str]:
     try:
         with open(full, "rb") as f:
             data = f.read()
@@ -122,19 +100,9 @@ def check_file(path: str, full: str, patterns: Sequence[Pattern], allow: Sequenc
         return []  # listed by git but deleted in the working tree
     if b"\0" in data[:8192]:
         return []
-    text = data.decode("utf-8", errors="replace")
-    pattern_gates = pattern_gates or gates(patterns)
-    low = text.lower()
-    live = [i for i, (lowered, g) in enumerate(pattern_gates) if g.search(low if lowered else text)]
-    if not live:
-        return []
     findings = []
-    for n, line in enumerate(text.splitlines(), 1):
-        line_low = line.lower()
-        maybe = [patterns[i] for i in live if pattern_gates[i][1].search(line_low if pattern_gates[i][0] else line)]
-        if not maybe:
-            continue
-        for pattern in check_line(path, line, maybe, allow):
+    for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        for pattern in check_line(path, line, patterns, allow):
             findings.append(f"{path}:{n}: {line.strip()}  [{pattern}]")
     return findings
 
@@ -150,16 +118,14 @@ def run(root: str, only: Optional[Sequence[str]] = None) -> int:
     try:
         listed = listed_files(root)
     except (OSError, subprocess.CalledProcessError):
-        print(f"check_words: {root} is not a git checkout (or git is missing): nothing to check")
-        return 0
+        raise ValueError(f"{root} is not a git checkout (or git is missing): no list of files to check")
     files = [p for p in listed if not skipped(p)]
     if only:
         prefixes = [os.path.relpath(os.path.abspath(p), root).replace(os.sep, "/") for p in only]
         files = [p for p in files if any(p == q or p.startswith(q.rstrip("/") + "/") or q == "." for q in prefixes)]
-    pattern_gates = gates(patterns)
     findings = []
     for p in files:
-        findings += check_file(p, os.path.join(root, p), patterns, allow, pattern_gates)
+        findings += check_file(p, os.path.join(root, p), patterns, allow)
     for f in findings:
         print(f)
     if findings:
@@ -171,51 +137,42 @@ def run(root: str, only: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
+def load_cases(path: str = CASES_FILE) -> List[Tuple[bool, str, str]]:
+    """The self-test's cases: (caught?, path, line) per 'caught|clean<TAB>path<TAB>line'."""
+    out = []
+    for n, line in _lines(path):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[0] not in ("caught", "clean"):
+            raise ValueError(f"{path}:{n}: expected 'caught|clean<TAB>path<TAB>line', got {line!r}")
+        out.append((parts[0] == "caught", parts[1], parts[2]))
+    return out
+
+
 def self_test() -> int:
-    """The shipped patterns catch a process word, the shipped allow-list spares a legitimate use
-    without sparing the rest of its line, and the skip rules hold."""
-    patterns, allow = load_patterns(), load_allow()
-    failures = []
-
-    def expect(cond: bool, what: str) -> None:
-        if not cond:
-            failures.append(what)
-
-    expect(bool(check_line("docs/x.md", "measured in session 5 on the VM", patterns, allow)),
-           "'session 5' is not caught")
-    expect(bool(check_line("docs/x.md", "the criterion of issue 15", patterns, allow)), "'issue 15' is not caught")
-    expect(bool(check_line("README.md", "see ../shared/design/SCIENCE.md", patterns, allow)),
-           "a citation of SCIENCE.md is not caught")
-    expect(not check_line("docs/gpu.md", "DRAM 27 % of its peak, issue 13 %", patterns, allow),
-           "the allow-listed Nsight 'issue 13 %' is caught")
-    expect(bool(check_line("docs/gpu.md", "issue 13 % (session 19)", patterns, allow)),
-           "a process word beside an allowed span is spared")
-    expect(not check_line("docs/x.md", "the step's position update", patterns, allow), "a plain line is caught")
-    expect(not check_line("include/moreau/simulator.h", "// soft: docs/contact.md", patterns, allow),
-           "the repository's own docs/contact.md is caught")
-    # the mechanism, independent of the shipped files
-    own = [("foo", re.compile("foo", re.IGNORECASE))]
-    expect(bool(check_line("a/b.txt", "a FOO here", own, [])), "a case-insensitive match is missed")
-    expect(not check_line("a/b.txt", "a foobar here", own, [("a/*", re.compile("foobar", re.IGNORECASE))]),
-           "an allowed span in a matching path is caught")
-    expect(bool(check_line("c/b.txt", "a foobar here", own, [("a/*", re.compile("foobar", re.IGNORECASE))])),
-           "an allow entry applies outside its glob")
-    # the whole-file path, with its fast gates, on a file written here
+    """Every case of scripts/process_words_cases.txt is caught or spared as it says, line by
+    line and through a whole file; the skip rules hold."""
     import tempfile
+    patterns, allow, cases = load_patterns(), load_allow(), load_cases()
+    failures = [f"{path}: {line!r} is {'not ' if caught else ''}caught" for caught, path, line in cases
+                if bool(check_line(path, line, patterns, allow)) != caught]
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "x.md")
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("Nsight: issue 13 % of cycles\nfigures of Session 5\nplain text\n(see CONTACT.md)\n")
-        found = check_file("docs/x.md", path, patterns, allow)
-        expect(len(found) == 2 and found[0].startswith("docs/x.md:2:") and found[1].startswith("docs/x.md:4:"),
-               f"check_file found {found}, expected lines 2 and 4")
-    expect(skipped("results/x/policy.pt") and skipped("tests/data/robots/anymal/README.md")
-           and skipped("scripts/process_words.txt") and not skipped("docs/contact.md"), "the skip rules changed")
+        full = os.path.join(tmp, "x.md")
+        with open(full, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for _, _, line in cases))
+        found = [int(x.split(":")[1]) for x in check_file("docs/x.md", full, patterns, allow)]
+        expected = [n for n, (caught, _, _) in enumerate(cases, 1) if caught]
+        if sorted(set(found)) != expected:
+            failures.append(f"a whole file: lines {sorted(set(found))} caught, expected {expected}")
+    if not (skipped("results/x/policy.pt") and skipped("tests/data/robots/anymal/README.md")
+            and skipped("scripts/process_words.txt") and not skipped("docs/contact.md")):
+        failures.append("the skip rules changed")
     for f in failures:
         print(f"check_words --self-test: FAIL: {f}", file=sys.stderr)
     if failures:
         return 1
-    print(f"check_words --self-test: ok ({len(patterns)} patterns, {len(allow)} allowed uses)")
+    print(f"check_words --self-test: ok ({len(cases)} cases, {len(patterns)} patterns, {len(allow)} allowed uses)")
     return 0
 
 
