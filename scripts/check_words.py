@@ -14,8 +14,9 @@ allowed span is exempt, not the rest of its line.
 Skipped: binary files (by extension, or a NUL byte in the first 8 KiB), the vendored robot
 files under tests/data/robots/ (kept byte for byte as published), and this checker and its three
 data files (patterns, allowed uses, self-test cases). Each finding is printed as
-'path:line: text  [pattern]'; the exit status is 1 when there is any, 2 on a usage or configuration error (or outside a git checkout, where there
-is no list of files to check), 0 otherwise. The self-test's cases: scripts/process_words_cases.txt.
+'path:line: text  [pattern]'; the exit status is 1 when there is any, 2 on a usage or
+configuration error (or outside a git checkout, where there is no list of files to check), 0
+otherwise. The self-test's cases: scripts/process_words_cases.txt.
 Python 3 standard library only.
 """
 from __future__ import annotations
