@@ -278,16 +278,8 @@ class TypedBackend : public Backend {
   virtual void launch_reset(const kern::ModelView<S>& m, const kern::Batch<S>& b, const int32_t* env_ids,
                             int count) = 0;
   // Runs kern::reset_env on every environment e whose mask[e] (n_env bytes on the device) is
-  // nonzero. Here through the host (the mask copied, then launch_reset), for a backend that has
-  // nothing better (tools/step_count.cc); the CPU and CUDA backends read the mask where it is.
-  virtual void launch_reset_where(const kern::ModelView<S>& m, const kern::Batch<S>& b, const uint8_t* mask) {
-    std::vector<uint8_t> bytes(b.n_env);
-    mem_->download(bytes.data(), mask, bytes.size());
-    std::vector<int32_t> ids;
-    for (int e = 0; e < b.n_env; ++e)
-      if (bytes[e]) ids.push_back(e);
-    if (!ids.empty()) launch_reset(m, b, ids.data(), static_cast<int>(ids.size()));
-  }
+  // nonzero, reading the mask where it is.
+  virtual void launch_reset_where(const kern::ModelView<S>& m, const kern::Batch<S>& b, const uint8_t* mask) = 0;
 
   kern::Params<S> params() const {
     auto get = [&](const char* name) {

@@ -63,6 +63,10 @@ class PerThreadBackend final : public TypedBackend<float> {
                     int count) override {
     for (int i = 0; i < count; ++i) kern::reset_env(m, b, env_ids[i]);
   }
+  void launch_reset_where(const kern::ModelView<float>& m, const kern::Batch<float>& b, const uint8_t* mask) override {
+    for (int env = 0; env < b.n_env; ++env)
+      if (mask[env]) kern::reset_env(m, b, env);
+  }
 };
 
 }  // namespace

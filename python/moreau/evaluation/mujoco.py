@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import time
@@ -375,34 +374,15 @@ class MujocoLocomotion:
 
 def mujoco_observation(menv: MujocoLocomotion, commands: np.ndarray, last_actions: np.ndarray,
                        phase: np.ndarray) -> np.ndarray:
-    """The task's observation (moreau.tasks.locomotion, its order, scales and clipping) of
-    ``menv``'s MuJoCo states, computed from MuJoCo's own quantities: the base's rotation matrix
-    (world from body, from the free joint's quaternion) gives the base-frame linear velocity
-    Rᵀ qvel[0:3] and the projected gravity Rᵀ (0, 0, −1); qvel[3:6] is already the body-frame
-    angular velocity. (num_envs, num_obs) float64."""
-    c = menv.cfg
-    s = c.obs_scales
-    n = menv.num_envs
-    out = []
-    for i in range(n):
-        d = menv.datas[i]
-        quat = d.qpos[menv.free_qadr + 3:menv.free_qadr + 7]
-        R = np.zeros(9)
-        mujoco.mju_quat2Mat(R, quat / np.linalg.norm(quat))
-        R = R.reshape(3, 3)
-        lin = R.T @ d.qvel[menv.free_vadr:menv.free_vadr + 3]
-        ang = d.qvel[menv.free_vadr + 3:menv.free_vadr + 6]
-        grav = R.T @ np.array([0.0, 0.0, -1.0])
-        parts = [lin * s["lin_vel"], ang * s["ang_vel"], grav,
-                 commands[i] * np.array([s["lin_vel"], s["lin_vel"], s["ang_vel"]]),
-                 (d.qpos[menv.qadr] - menv.default_dof_pos) * s["dof_pos"], d.qvel[menv.vadr] * s["dof_vel"],
-                 last_actions[i]]
-        if c.gait_frequency > 0:
-            arg = 2.0 * math.pi * np.remainder(phase[i] + np.asarray(c.gait_offsets), 1.0)
-            parts.append(np.stack([np.sin(arg), np.cos(arg)], axis=1).reshape(-1))
-        out.append(np.concatenate(parts))
-    obs = np.stack(out)
-    return np.clip(obs, -c.clip_obs, c.clip_obs) if c.clip_obs else obs
+    """The task's observation (its ``compute_observations``) of ``menv``'s MuJoCo states, taken
+    as moreau's (q, v) (``moreau_state``; the quaternion normalised). (num_envs, num_obs) float64."""
+    env = menv.env
+    q, v = menv.moreau_state()
+    q[:, 3:7] /= np.linalg.norm(q[:, 3:7], axis=1, keepdims=True)
+    t = lambda x: torch.as_tensor(x, dtype=env.dtype, device=env.device)  # noqa: E731
+    with torch.no_grad():
+        obs = env.compute_observations(t(q), t(v), t(commands), t(last_actions), t(phase))
+    return obs.double().cpu().numpy()
 
 
 # ---- the evaluation ------------------------------------------------------------------------
