@@ -32,11 +32,14 @@ void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
   f(v.jnt_pos, m.jnt_pos);
   f(v.jnt_stiffness, m.jnt_stiffness);
   f(v.jnt_springref, m.jnt_springref);
+  f(v.jnt_limited, m.jnt_limited);
+  f(v.jnt_range, m.jnt_range);
   f(v.dof_depth, m.dof_depth);
   f(v.dof_Madr, m.dof_Madr);
   f(v.M_colind, m.M_colind);
   f(v.dof_damping, m.dof_damping);
   f(v.dof_armature, m.dof_armature);
+  f(v.dof_frictionloss, m.dof_frictionloss);
   f(v.qpos0, m.qpos0);
   f(v.actuator_type, m.actuator_type);
   f(v.actuator_dof, m.actuator_dof);
@@ -99,6 +102,7 @@ struct PackedModel {
     v.ncon = m.ncon;
     v.decimation = m.decimation;
     v.has_springs = std::any_of(m.jnt_stiffness.begin(), m.jnt_stiffness.end(), [](double k) { return k != 0; });
+    v.njrow = joint_rows(m);
     v.timestep = static_cast<S>(m.timestep);
     for (int k = 0; k < 3; ++k) v.gravity[k] = static_cast<S>(m.gravity[k]);
     size_t r = 0, i = 0;

@@ -39,12 +39,13 @@ void advance_group(const kern::ModelView<S, D>& m, const kern::ModelView<kern::P
   if (first < 0) return;
   for (int l = 0; l < W; ++l) src[l] = run[l] ? l : first;
   // what the free velocity reads of the parameters, and the action, lane by lane
-  P kp[D::kNu], kd[D::kNu], added, up[D::kNu];
+  P kp[D::kNu], kd[D::kNu], strength[D::kNu], added, up[D::kNu];
   for (int l = 0; l < W; ++l) {
     const int e = env[src[l]];
     for (int a = 0; a < m.nu; ++a) {
       kp[a].set(l, p.kp.get(e, a));
       kd[a].set(l, p.kd.get(e, a));
+      strength[a].set(l, p.motor_strength.get(e, a));
     }
     added.set(l, p.added_base_mass.get(e));
     kern::set_lane(u[src[l]], m.nu, l, up);
@@ -52,6 +53,7 @@ void advance_group(const kern::ModelView<S, D>& m, const kern::ModelView<kern::P
   kern::Params<P> pp{};
   pp.kp = {kp, 1};
   pp.kd = {kd, 1};
+  pp.motor_strength = {strength, 1};
   pp.added_base_mass = {&added, 1};
   const S h = m.timestep / cfg.substeps;
   const int n_steps = m.decimation * cfg.substeps;

@@ -232,7 +232,6 @@ class MjcfParser {
     apply_totalmass();
     flush_warnings();
     cap_contacts(spec_);
-    note_unenforced_limits(spec_);
   }
 
   // ---- documents and includes ------------------------------------------------------------

@@ -71,7 +71,6 @@ class UrdfParser {
       spec_.warnings.push_back(kind + " collisions ignored (moreau's contacts are spheres, boxes and cylinders): " + list);
     for (const auto& [name, value] : options_.default_qpos) spec_.default_qpos.emplace_back(name, value);
     cap_contacts(spec_);
-    note_unenforced_limits(spec_);
     return std::move(spec_);
   }
 

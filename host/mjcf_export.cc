@@ -200,15 +200,16 @@ class Writer {
     }
     if (type == static_cast<int>(JointType::Fixed)) return;  // welded to the parent
     const int dof = m_.jnt_dofadr[b];
-    // Ball dofs share one damping/armature value in MJCF; ours are per dof.
+    // Ball dofs share one damping/armature/frictionloss value in MJCF; ours are per dof.
     const std::string dyn = " damping=\"" + num(m_.dof_damping[dof]) + "\" armature=\"" +
-                            num(m_.dof_armature[dof]) + "\"";
+                            num(m_.dof_armature[dof]) + "\" frictionloss=\"" + num(m_.dof_frictionloss[dof]) + "\"";
     if (type == static_cast<int>(JointType::Ball)) {
       for (int k = 1; k < 3; ++k) {
         if (m_.dof_damping[dof + k] != m_.dof_damping[dof] ||
-            m_.dof_armature[dof + k] != m_.dof_armature[dof]) {
+            m_.dof_armature[dof + k] != m_.dof_armature[dof] ||
+            m_.dof_frictionloss[dof + k] != m_.dof_frictionloss[dof]) {
           throw Error(m_.source + ": export_mjcf: ball joint '" + m_.jnt_name[b] +
-                      "' has unequal per-dof damping or armature, which MJCF cannot express");
+                      "' has unequal per-dof damping, armature or frictionloss, which MJCF cannot express");
         }
       }
       out_ += ind + "<joint" + name + " type=\"ball\" pos=\"" + nums(&m_.jnt_pos[3 * b], 3) +

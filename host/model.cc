@@ -28,6 +28,15 @@ int Model::body_index(const std::string& name) const { return index_of(body_name
 int Model::joint_index(const std::string& name) const { return index_of(jnt_name, name); }
 int Model::actuator_index(const std::string& name) const { return index_of(actuator_name, name); }
 
+int joint_rows(const Model& m) {
+  int n = 0;
+  for (int b = 0; b < m.nbody; ++b)
+    n += m.jnt_limited[b] && (m.jnt_type[b] == static_cast<int>(JointType::Revolute) ||
+                              m.jnt_type[b] == static_cast<int>(JointType::Prismatic));
+  for (double f : m.dof_frictionloss) n += f > 0;
+  return n;
+}
+
 double Model::total_mass() const { return std::accumulate(body_mass.begin(), body_mass.end(), 0.0); }
 
 }  // namespace moreau

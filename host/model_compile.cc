@@ -249,9 +249,9 @@ class Compiler {
     if (j.stiffness != 0 && j.type != JointType::Revolute && j.type != JointType::Prismatic)
       fail(spec_, w + ".stiffness", "0 on a " + std::string(joint_type_name(j.type)) +
            " joint (springs act on revolute and prismatic joints)", str(j.stiffness));
-    if (j.frictionloss > 0)
-      m_.warnings.push_back("joint " + quoted(joint_name(b)) + ": frictionloss " + str(j.frictionloss) +
-                            " is not modelled and is ignored");
+    if (j.limited && j.type == JointType::Ball)
+      m_.warnings.push_back("joint " + quoted(joint_name(b)) + ": a ball joint's range is stored but not enforced " +
+                            "(limits act on revolute and prismatic joints)");
   }
 
   void check_contact(const ContactSpec& c, const std::string& w) {
@@ -416,6 +416,7 @@ class Compiler {
         m_.nchain = std::max(m_.nchain, m_.dof_depth.back() + 1);
         m_.dof_damping.push_back(j.damping);
         m_.dof_armature.push_back(j.armature);
+        m_.dof_frictionloss.push_back(j.frictionloss);
       }
 
       if (j.type == JointType::Free) {
@@ -431,6 +432,10 @@ class Compiler {
     }
     if (m_.nv > kMaxNv)
       fail(spec_, "nv", "at most " + std::to_string(kMaxNv) + " degrees of freedom (kMaxNv)", std::to_string(m_.nv));
+    if (joint_rows(m_) > kMaxJointRows)
+      fail(spec_, "joints", "at most " + std::to_string(kMaxJointRows) +
+           " limited revolute/prismatic joints plus dofs with frictionloss (kMaxJointRows)",
+           std::to_string(joint_rows(m_)));
     if (m_.nq > kMaxNq)
       fail(spec_, "nq", "at most " + std::to_string(kMaxNq) + " position coordinates (kMaxNq)", std::to_string(m_.nq));
   }

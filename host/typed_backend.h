@@ -23,7 +23,7 @@ struct ScalarParam {
 };
 constexpr ScalarParam kScalarParams[] = {
     {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
-    {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.02}};
+    {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.02}, {"frictionloss_scale", 1.0}};
 
 template <class S>
 class TypedBackend : public Backend {
@@ -62,6 +62,7 @@ class TypedBackend : public Backend {
     fill_zero(d_solver_residual_, sizeof(S) * n);
     set_param("kp", model_.actuator_kp.data(), 1, model_.nu);
     set_param("kd", model_.actuator_kd.data(), 1, model_.nu);
+    set_param("motor_strength", std::vector<double>(model_.nu, 1.0).data(), 1, model_.nu);
     for (const ScalarParam& sp : kScalarParams) set_param(sp.name, &sp.default_value, 1, 1);
     const ContactOptions& c = options_.contact;
     if (c.max_iterations < 1)
@@ -287,7 +288,8 @@ class TypedBackend : public Backend {
       return kern::Param<S>{p.data, p.len};
     };
     return {get("kp"),       get("kd"),           get("added_base_mass"), get("friction"), get("contact_kn"),
-            get("contact_kd"), get("contact_zeta"), get("smooth_k"),        get("smooth_gmax")};
+            get("contact_kd"), get("contact_zeta"), get("smooth_k"),        get("smooth_gmax"),
+            get("motor_strength"), get("frictionloss_scale")};
   }
   kern::Batch<S> batch() const {
     return {options_.n_env,         d_q_,        d_v_,           d_action_, d_status_, d_time_, d_con_gap_,
@@ -329,7 +331,8 @@ class TypedBackend : public Backend {
       return o.str();
     };
     std::string expected;
-    if ((name == "kp" || name == "kd" || name == "friction" || name == "contact_zeta" || name == "smooth_gmax") &&
+    if ((name == "kp" || name == "kd" || name == "friction" || name == "contact_zeta" || name == "smooth_gmax" ||
+         name == "motor_strength" || name == "frictionloss_scale") &&
         !(x >= 0))
       expected = ">= 0";
     if ((name == "contact_kn" || name == "smooth_k") && !(x > 0)) expected = "> 0";
@@ -341,10 +344,10 @@ class TypedBackend : public Backend {
   }
 
   int param_width(const std::string& name) const {
-    if (name == "kp" || name == "kd") return model_.nu;
+    if (name == "kp" || name == "kd" || name == "motor_strength") return model_.nu;
     for (const ScalarParam& sp : kScalarParams)
       if (name == sp.name) return 1;
-    std::string known = "kd, kp";
+    std::string known = "kd, kp, motor_strength";
     for (const ScalarParam& sp : kScalarParams) known += std::string(", ") + sp.name;
     throw Error("unknown parameter '" + name + "': expected one of " + known);
   }

@@ -110,18 +110,6 @@ struct MassSum {
   }
 };
 
-// URDF and MJCF simulators enforce joint position limits; moreau reads and stores them only.
-// One warning, naming the joints, so that nobody replays a file expecting them held.
-inline void note_unenforced_limits(RobotSpec& spec) {
-  std::string names;
-  int n = 0;
-  for (const BodySpec& b : spec.bodies)
-    if (b.joint.limited) names += (n++ ? ", " : "") + in_quotes(b.joint.name);
-  if (n)
-    spec.warnings.push_back(std::to_string(n) + " joint(s) with position limits, stored but not enforced " +
-                            "(moreau has no joint-limit constraint; docs/import.md): " + names);
-}
-
 // Contact points a spec produces once compiled (a sphere: 1, a box: its 8 corners, a
 // cylinder: the points of its two end circles).
 inline int contact_points(const ContactSpec& c) {

@@ -19,22 +19,46 @@ struct PlaneGround {
   MOREAU_HD Vec3<S> normal(S /*x*/, S /*y*/) const { return {0, 0, 1}; }
 };
 
+// Joint constraint rows (one row each, on one dof d): a position limit, J = +e_d at the lower
+// and −e_d at the upper end (an impulse P ≥ 0 pushes the joint back into its range), or friction
+// loss F, J = e_d with |P| ≤ h F (MuJoCo's frictionloss).
+enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2 };
+
+// The rows of a solve come in blocks: blocks 0..n−1 are contacts, three rows each (n, t1, t2) at
+// rows 3i..3i+2; blocks n..n+nj−1 are joint rows, one row each, at rows 3n..3n+nj−1.
 template <class S, class D = MaxDims>
 struct ContactScratch {
   int n;                            // active contacts
-  int con[D::kActive];              // their model contact index
-  int nd[D::kActive];               // dofs on contact i's chain (contact_chain)
-  int dof[D::kActive * D::kChain];  // the chain root-first: dof[i kChain + t] has dof_depth t
-  S gap[D::kActive];
-  S w[D::kActive];                  // smooth gate w(g); 1 otherwise
-  // Rows (n, t1, t2) of each contact over its chain, row r at J + r kChain: entry t is column
-  // dof[t] of J (the row is zero off the chain).
-  S J[3 * D::kActive * D::kChain];
-  S Y[3 * D::kActive * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chain
-  S G[9 * D::kActive * D::kActive];  // Delassus matrix, row stride 3n
-  S c[3 * D::kActive];
-  S P[3 * D::kActive];
+  int nj;                           // joint rows
+  int con[D::kActive];              // contact i's model contact index
+  int jdof[D::kJointRows];          // joint row k's dof
+  int jq[D::kJointRows];            // and its coordinate in q (limits)
+  int jkind[D::kJointRows];         // kRowLower, kRowUpper or kRowFriction
+  S jbound[D::kJointRows];          // friction rows: the bound h F
+  int nd[D::kBlocks];               // dofs on block b's chain (dof_chain)
+  int dof[D::kBlocks * D::kChain];  // the chain root-first: dof[b kChain + t] has dof_depth t
+  S gap[D::kBlocks];                // contacts and limits; 0 for friction rows
+  S w[D::kBlocks];                  // smooth gate w(g); 1 otherwise
+  // Row r over its block's chain at J + r kChain: entry t is column dof[t] of J (the row is zero
+  // off the chain).
+  S J[D::kRows * D::kChain];
+  S Y[D::kRows * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chain
+  S G[D::kRows * D::kRows];   // Delassus matrix, row stride solve_rows
+  S c[D::kRows];
+  S P[D::kRows];
 };
+
+template <class S, class D>
+MOREAU_HD int solve_rows(const ContactScratch<S, D>& cs) { return 3 * cs.n + cs.nj; }
+template <class S, class D>
+MOREAU_HD int row_block(const ContactScratch<S, D>& cs, int r) { return r < 3 * cs.n ? r / 3 : r - 2 * cs.n; }
+template <class S, class D>
+MOREAU_HD int block_row(const ContactScratch<S, D>& cs, int b) { return b < cs.n ? 3 * b : b + 2 * cs.n; }
+template <class S, class D>
+MOREAU_HD int block_size(const ContactScratch<S, D>& cs, int b) { return b < cs.n ? 3 : 1; }
+// A contact's normal or a joint limit: a unilateral row with a gap (the first row of its block).
+template <class S, class D>
+MOREAU_HD bool unilateral(const ContactScratch<S, D>& cs, int b) { return b < cs.n || cs.jkind[b - cs.n] != kRowFriction; }
 
 // w(g) = 1 / (1 + exp(clamp(k g, −100, 50)))
 template <class S>
@@ -66,13 +90,18 @@ MOREAU_HD void tangents(const Vec3<S>& n, Vec3<S>& t1, Vec3<S>& t2) {
   t2 = cross(n, t1);
 }
 
-// Contact i's chain: the last dof of its body b (every compiled body moves: fixed bodies are
-// merged) and that dof's ancestors, which are the dofs of b and of its ancestor bodies, root-first.
+// Block i's chain: dof d and its ancestors, root-first (H's row d); a joint row's is its own dof's.
+template <class S, class D>
+MOREAU_HD void dof_chain(const ModelView<S, D>& m, int d, ContactScratch<S, D>& cs, int i) {
+  cs.nd[i] = m.dof_depth[d] + 1;
+  for (int t = 0; t < cs.nd[i]; ++t) cs.dof[i * D::kChain + t] = m.M_colind[m.dof_Madr[d] + t];
+}
+
+// Contact i's chain, on body b: b's last dof (every compiled body moves: fixed bodies are merged),
+// whose ancestors are the dofs of b and of its ancestor bodies.
 template <class S, class D>
 MOREAU_HD void contact_chain(const ModelView<S, D>& m, int b, ContactScratch<S, D>& cs, int i) {
-  const int d = m.jnt_dofadr[b] + joint_nv(m.jnt_type[b]) - 1;
-  cs.nd[i] = m.dof_depth[d] + 1;
-  for (int t = 0; t < cs.nd[i]; ++t) cs.dof[i * D::kChain + t] = m.M_colind[m.dof_Madr[d] + t];  // H's row d
+  dof_chain(m, m.jnt_dofadr[b] + joint_nv(m.jnt_type[b]) - 1, cs, i);
 }
 
 // Σ_t row_t x[dof_t]: a row of contact i (over its chain) times a vector over every dof.
@@ -150,6 +179,39 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
   }
 }
 
+// Joint rows at q_M, after the contacts: for a limited revolute or prismatic joint, its nearer
+// limit when within `threshold` (gap g = q − lo or hi − q); every dof with friction loss F
+// (|P| ≤ h F, F scaled by the environment's frictionloss_scale). J is zero on the row's chain
+// but at its dof: ±1.
+template <class S, class D>
+MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, int env, const S* qM, S h, S threshold,
+                                ContactScratch<S, D>& cs) {
+  cs.nj = 0;
+  if (m.njrow == 0) return;
+  auto add = [&](int d, int qa, int kind, S gap, S bound) {
+    const int k = cs.nj++, b = cs.n + k;
+    cs.jdof[k] = d;
+    cs.jq[k] = qa;
+    cs.jkind[k] = kind;
+    cs.jbound[k] = bound;
+    cs.gap[b] = gap;
+    cs.w[b] = 1;
+    dof_chain(m, d, cs, b);
+    S* J = cs.J + block_row(cs, b) * D::kChain;
+    for (int t = 0; t < cs.nd[b]; ++t) J[t] = 0;
+    J[cs.nd[b] - 1] = kind == kRowUpper ? S(-1) : S(1);
+  };
+  for (int j = 0; j < m.nbody; ++j) {
+    if (!m.jnt_limited[j] || (m.jnt_type[j] != kJointRevolute && m.jnt_type[j] != kJointPrismatic)) continue;
+    const S q = qM[m.jnt_qposadr[j]], lo = q - m.jnt_range[2 * j], hi = m.jnt_range[2 * j + 1] - q;
+    if (mmin(lo, hi) <= threshold)
+      add(m.jnt_dofadr[j], m.jnt_qposadr[j], lo <= hi ? kRowLower : kRowUpper, mmin(lo, hi), S(0));
+  }
+  const S scale = p.frictionloss_scale.get(env);
+  for (int d = 0; d < m.nv; ++d)
+    if (m.dof_frictionloss[d] > 0) add(d, -1, kRowFriction, S(0), h * scale * m.dof_frictionloss[d]);
+}
+
 // Adjoint of the contact kinematics (contact_candidates' gaps and point_jacobian's rows) for
 // the active contacts: adj_J (3n rows over their chains, as cs.J) and adj_gap (n) into aw.Xup,
 // aw.Sdof and adj_qM.
@@ -216,23 +278,21 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
   }
 }
 
-// x_a ← L⁻ᵀ x_a for the three rows (n, t1, t2) of contact i over its chain at once (ltl_solve_t
-// of kernels/dynamics.h, three independent chains for the pipeline). The solve only moves values
+// x_a ← L⁻ᵀ x_a for the R rows of block i over its chain at once (x_a at x + a kChain; ltl_solve_t
+// of kernels/dynamics.h, R independent chains for the pipeline). The solve only moves values
 // towards the root, so the rows stay on the chain (a foot's: the base's 6 and its leg's 3 of
 // ANYmal's 18 dofs), and row dof_t of L holds L_{dof_t, dof_s} for s < t at its entry s.
-template <class S, class D>
-MOREAU_HD void chain_solve_t3(const ModelView<S, D>& m, const S* L, const ContactScratch<S, D>& cs, int i, S* x0, S* x1,
-                              S* x2) {
-  const int* dof = cs.dof + i * D::kChain;
+template <int R, class S, class D>
+MOREAU_HD void chain_solve_t(const ModelView<S, D>& m, const S* L, const ContactScratch<S, D>& cs, int i, S* x) {
+  constexpr int C = D::kChain;
+  const int* dof = cs.dof + i * C;
   for (int t = cs.nd[i] - 1; t >= 0; --t) {
     const S* Lt = L + m.dof_Madr[dof[t]];
     const S inv = Lt[t];  // 1 / L_tt (ltl_factor)
-    const S a = x0[t] *= inv, b = x1[t] *= inv, c = x2[t] *= inv;
-    for (int s = t - 1; s >= 0; --s) {
-      x0[s] -= Lt[s] * a;
-      x1[s] -= Lt[s] * b;
-      x2[s] -= Lt[s] * c;
-    }
+    S a[R];
+    for (int r = 0; r < R; ++r) a[r] = x[r * C + t] *= inv;
+    for (int s = t - 1; s >= 0; --s)
+      for (int r = 0; r < R; ++r) x[r * C + s] -= Lt[s] * a[r];
   }
 }
 
@@ -258,42 +318,48 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
   }
 }
 
-// c = J v: the active contacts' velocities at v.
+// c = J v: the rows' velocities at v.
 template <class S, class D>
 MOREAU_HD void contact_velocity(const S* v, ContactScratch<S, D>& cs) {
-  for (int r = 0; r < 3 * cs.n; ++r) cs.c[r] = chain_dot(cs, r / 3, cs.J + r * D::kChain, v);
+  for (int r = 0; r < solve_rows(cs); ++r) cs.c[r] = chain_dot(cs, row_block(cs, r), cs.J + r * D::kChain, v);
 }
 
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
-// adjoint); c = J v. Rows live on their contact's chain, so G_rs sums over the chains' shared
+// adjoint); c = J v. Rows live on their block's chain, so G_rs sums over the chains' shared
 // root-first prefix (between two legs, the base's dofs), in increasing dof order as the dense
 // sum would.
 template <class S, class D>
 MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, ContactScratch<S, D>& cs) {
   constexpr int C = D::kChain;
-  const int nr = 3 * cs.n;
+  const int nr = solve_rows(cs), nb = cs.n + cs.nj;
   S* Y = cs.Y;
   contact_velocity(v, cs);
-  for (int i = 0; i < cs.n; ++i) {
-    for (int r = 3 * i; r < 3 * i + 3; ++r)
+  for (int i = 0; i < nb; ++i) {
+    const int r0 = block_row(cs, i), sz = block_size(cs, i);
+    for (int r = r0; r < r0 + sz; ++r)
       for (int t = 0; t < cs.nd[i]; ++t) Y[r * C + t] = cs.J[r * C + t];
-    chain_solve_t3(m, L, cs, i, Y + 3 * i * C, Y + (3 * i + 1) * C, Y + (3 * i + 2) * C);
+    if (sz == 3)
+      chain_solve_t<3>(m, L, cs, i, Y + r0 * C);
+    else
+      chain_solve_t<1>(m, L, cs, i, Y + r0 * C);
   }
-  for (int i = 0; i < cs.n; ++i)
+  for (int i = 0; i < nb; ++i)
     for (int j = 0; j <= i; ++j) {
       const int *di = cs.dof + i * C, *dj = cs.dof + j * C, lim = mmin(cs.nd[i], cs.nd[j]);
       int shared = 0;
       while (shared < lim && di[shared] == dj[shared]) ++shared;
-      // the 3 x 3 block G_ij, its nine sums in one pass over the shared dofs
-      const S *Yi = Y + 3 * i * C, *Yj = Y + 3 * j * C;
+      const int ri = block_row(cs, i), rj = block_row(cs, j), si = block_size(cs, i), sj = block_size(cs, j);
+      // the block G_ij (3 x 3 between contacts), its sums in one pass over the shared dofs
+      const S *Yi = Y + ri * C, *Yj = Y + rj * C;
       S g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
       for (int t = 0; t < shared; ++t) {
-        const S a[3] = {Yi[t], Yi[C + t], Yi[2 * C + t]}, b[3] = {Yj[t], Yj[C + t], Yj[2 * C + t]};
+        const S a[3] = {Yi[t], si == 3 ? Yi[C + t] : S(0), si == 3 ? Yi[2 * C + t] : S(0)};
+        const S b[3] = {Yj[t], sj == 3 ? Yj[C + t] : S(0), sj == 3 ? Yj[2 * C + t] : S(0)};
         for (int x = 0; x < 3; ++x)
           for (int y = 0; y < 3; ++y) g[3 * x + y] += a[x] * b[y];
       }
-      for (int x = 0; x < 3; ++x)
-        for (int y = 0; y < 3; ++y) cs.G[(3 * i + x) * nr + 3 * j + y] = cs.G[(3 * j + y) * nr + 3 * i + x] = g[3 * x + y];
+      for (int x = 0; x < si; ++x)
+        for (int y = 0; y < sj; ++y) cs.G[(ri + x) * nr + rj + y] = cs.G[(rj + y) * nr + ri + x] = g[3 * x + y];
     }
 }
 
@@ -313,6 +379,15 @@ MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_norma
     vt = msqrt(e1 * e1 + e2 * e2);
   }
   return mmax(vn, vt);
+}
+
+// The same for joint row k with impulse P and velocity γ: a limit as a contact's normal row,
+// friction loss interior (|P| < h F) |γ|, at +h F max(γ, 0), at −h F max(−γ, 0).
+template <class S, class D>
+MOREAU_HD S joint_row_violation(const ContactScratch<S, D>& cs, int k, S P, S gamma, bool fixed_normal) {
+  if (cs.jkind[k] != kRowFriction) return fixed_normal ? S(0) : (P > 0 ? mabs(gamma) : mmax(-gamma, S(0)));
+  const S edge = cs.jbound[k] * (1 - S(1e-6));
+  return P >= edge ? mmax(gamma, S(0)) : (P <= -edge ? mmax(-gamma, S(0)) : mabs(gamma));
 }
 
 // y += s x over n entries.
@@ -414,15 +489,19 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // sliding contact (before step 2), sweeps grew with the slip: on ANYmal C's trot 5.4 on average
 // and 49 at the 99th percentile, 4.0 and 4 with step 2 (bench/contact_solver.py). Cold start:
 // the solve is a function of the current problem only.
+// Joint rows (limits, friction loss) follow the contacts in every sweep, each solved exactly on
+// its own row (docs/contact.md, "Joint rows").
 // Residual: the largest contact_violation of a sweep (each contact measured before its update)
 // [m/s]. Returns the number of sweeps; *residual gets the last residual.
 template <class S, class D>
 MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int max_iterations, S tolerance,
                         S* residual) {
-  const int nr = 3 * cs.n;
+  const int nr = solve_rows(cs), nc = 3 * cs.n;
   const S tiny = S(1e-12);
-  for (int r = 0; r < nr; ++r)
-    if (!fixed_normal || r % 3 != 0) cs.P[r] = 0;
+  for (int r = 0; r < nr; ++r) {
+    const int b = row_block(cs, r);
+    if (!fixed_normal || !unilateral(cs, b) || r != block_row(cs, b)) cs.P[r] = 0;
+  }
   // per contact: B_i (symmetric, stored 00 01 02 11 12 22; zero when singular) and the step r_i
   S Binv[6 * D::kActive], step[D::kActive];
   for (int i = 0; i < cs.n; ++i) {
@@ -455,10 +534,10 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   // γ̃ = c + G (w ∘ P), kept current as each contact's P changes (column s of the symmetric G is
   // its row s), so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
   // no sum over the other contacts.
-  S gt[3 * D::kActive];
+  S gt[D::kRows];
   for (int r = 0; r < nr; ++r) gt[r] = cs.c[r];
   for (int s = 0; s < nr; ++s)
-    if (cs.P[s] != 0) axpy(cs.w[s / 3] * cs.P[s], cs.G + s * nr, gt, nr);
+    if (cs.P[s] != 0) axpy(cs.w[row_block(cs, s)] * cs.P[s], cs.G + s * nr, gt, nr);
   S res = 0;
   int it = 0;
   while (it < max_iterations) {
@@ -515,6 +594,20 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
         if (Pnew[a] != P[a]) axpy(wi * (Pnew[a] - P[a]), cs.G + (3 * i + a) * nr, gt, nr);
         P[a] = Pnew[a];
       }
+    }
+    // joint rows, each solved exactly: P ← max(P − γ/G_rr, 0) at a limit (given in soft mode),
+    // clamp(P − γ/G_rr, −h F, h F) for friction loss
+    for (int k = 0; k < cs.nj; ++k) {
+      const int r = nc + k;
+      const S grr = cs.G[r * nr + r], wk = cs.w[cs.n + k];
+      const S gamma = gt[r] + (1 - wk) * grr * cs.P[r];
+      res = mmax(res, joint_row_violation(cs, k, cs.P[r], gamma, fixed_normal));
+      const bool limit = cs.jkind[k] != kRowFriction;
+      if ((limit && fixed_normal) || !(grr > tiny)) continue;
+      const S free = cs.P[r] - gamma / grr;
+      const S pnew = limit ? mmax(free, S(0)) : clamp(free, -cs.jbound[k], cs.jbound[k]);
+      if (pnew != cs.P[r]) axpy(wk * (pnew - cs.P[r]), cs.G + r * nr, gt, nr);
+      cs.P[r] = pnew;
     }
     if (res <= tolerance) break;
   }
@@ -589,28 +682,29 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // factorised.
 template <class S, class D = MaxDims>
 struct PgsAdjoint {
-  S gamma[3 * D::kActive];
-  int cls[D::kActive];
-  S Mt[9 * D::kActive * D::kActive];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
-  S LU[9 * D::kActive * D::kActive];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
-  int piv[3 * D::kActive];
+  S gamma[D::kRows];
+  int cls[D::kBlocks];
+  S Mt[D::kRows * D::kRows];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
+  S LU[D::kRows * D::kRows];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
+  int piv[D::kRows];
   bool direct;
   bool ok;
 };
 
 template <class S, class D>
 MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, PgsAdjoint<S, D>& pa) {
-  const int n = cs.n, nr = 3 * n;
+  const int n = cs.n, nr = solve_rows(cs);
   S* gamma = pa.gamma;
-  // γ = (W ∘ G) P + c, W_rs = 1 within a contact's block and w_j for s in another block j
-  S wr[3 * D::kActive];  // w of each row's contact
-  for (int s = 0; s < nr; ++s) wr[s] = cs.w[s / 3];
+  // γ = (W ∘ G) P + c, W_rs = 1 within a block and w_j for s in another block j
+  S wr[D::kRows];  // w of each row's block
+  for (int s = 0; s < nr; ++s) wr[s] = cs.w[row_block(cs, s)];
   for (int r = 0; r < nr; ++r) {
     const S* Gr = cs.G + r * nr;
-    const int o = r - r % 3;
-    S g = cs.c[r];
+    const int b = row_block(cs, r), o = block_row(cs, b), sz = block_size(cs, b);
+    S g = cs.c[r], own = 0;
     for (int s = 0; s < nr; ++s) g += wr[s] * Gr[s] * cs.P[s];
-    gamma[r] = g + (1 - wr[r]) * (Gr[o] * cs.P[o] + Gr[o + 1] * cs.P[o + 1] + Gr[o + 2] * cs.P[o + 2]);
+    for (int s = o; s < o + sz; ++s) own += Gr[s] * cs.P[s];
+    gamma[r] = g + (1 - wr[r]) * own;
   }
   const S tiny = S(1e-12);
   for (int i = 0; i < n; ++i) {
@@ -619,17 +713,24 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     const S gt = msqrt(gamma[3 * i + 1] * gamma[3 * i + 1] + gamma[3 * i + 2] * gamma[3 * i + 2]);
     pa.cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
   }
+  // joint rows: a limit pushing is "sticking" (γ = 0); friction loss at its bound "sliding" (P = ±h F)
+  for (int k = 0; k < cs.nj; ++k) {
+    const S P = cs.P[3 * n + k];
+    pa.cls[n + k] = cs.jkind[k] != kRowFriction ? (P > 0 ? kSticking : kSeparated)
+                                                 : (mabs(P) >= cs.jbound[k] * (1 - S(1e-6)) ? kSliding : kSticking);
+  }
   for (int r = 0; r < nr; ++r) {
-    const int i = r / 3, a = r % 3, o = 3 * i;
-    S row[3 * D::kActive];
+    const int i = row_block(cs, r), o = block_row(cs, i), sz = block_size(cs, i), a = r - o;
+    S row[D::kRows];
     for (int s = 0; s < nr; ++s) row[s] = 0;
     // += k ∂γ_rb/∂P = k (W ∘ G)_rb
     auto add_wg = [&](int rb, S k) {
       const S* Gr = cs.G + rb * nr;
       for (int s = 0; s < nr; ++s) row[s] += k * wr[s] * Gr[s];
-      for (int s = o; s < o + 3; ++s) row[s] += k * (1 - wr[s]) * Gr[s];
+      for (int s = o; s < o + sz; ++s) row[s] += k * (1 - wr[s]) * Gr[s];
     };
-    if (pa.cls[i] == kSeparated || (fixed_normal && a == 0)) {
+    const bool joint = i >= n;
+    if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
       row[r] = 1;
     } else if (pa.cls[i] == kSticking || a == 0) {
       add_wg(r, S(1));
@@ -678,10 +779,10 @@ template <class S, class D>
 MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, const PgsAdjoint<S, D>& pa,
                              const S* adj_P, S* adj_gamma, S* adj_w, S& adj_mu, S* adj_pn) {
   if (!pa.ok) return false;
-  const int n = cs.n, nr = 3 * n;
+  const int n = cs.n, nr = solve_rows(cs);
   const S* gamma = pa.gamma;
   const int* cls = pa.cls;
-  S y[3 * D::kActive];  // Mᵀ y = P̄, or (M Mᵀ + δ) y = M P̄
+  S y[D::kRows];  // Mᵀ y = P̄, or (M Mᵀ + δ) y = M P̄
   for (int a = 0; a < nr; ++a) y[a] = pa.direct ? adj_P[a] : S(0);
   if (!pa.direct)
     for (int k = 0; k < nr; ++k)
@@ -708,15 +809,26 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     }
     adj_mu -= pn * (u[0] * y[3 * i + 1] + u[1] * y[3 * i + 2]);
   }
-  // γ_r ∋ w_j G_rs P_s for s in another contact's block j: w̄_j = Σ_{s∈j} P_s Σ_{r∉j} γ̄_r G_rs
+  // joint rows: γ = 0 where a limit pushes or friction loss is inside its bound; a soft limit's
+  // given impulse gets y
+  for (int k = 0; k < cs.nj; ++k) {
+    const int r = 3 * n + k;
+    if (fixed_normal && cs.jkind[k] != kRowFriction)
+      adj_pn[n + k] += y[r];
+    else if (cls[n + k] == kSticking)
+      adj_gamma[r] = -y[r];
+  }
+  // γ_r ∋ w_j G_rs P_s for s in another block j: w̄_j = Σ_{s∈j} P_s Σ_{r∉j} γ̄_r G_rs
   if (adj_w)
-    for (int j = 0; j < n; ++j)
-      for (int s = 3 * j; s < 3 * j + 3; ++s) {
+    for (int j = 0; j < n + cs.nj; ++j) {
+      const int o = block_row(cs, j), sz = block_size(cs, j);
+      for (int s = o; s < o + sz; ++s) {
         S t = 0;
         for (int r = 0; r < nr; ++r) t += adj_gamma[r] * cs.G[r * nr + s];
-        for (int r = 3 * j; r < 3 * j + 3; ++r) t -= adj_gamma[r] * cs.G[r * nr + s];
+        for (int r = o; r < o + sz; ++r) t -= adj_gamma[r] * cs.G[r * nr + s];
         adj_w[j] += cs.P[s] * t;
       }
+    }
   return true;
 }
 
@@ -729,29 +841,33 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
 // tangential load inside the cone is held exactly at any step size. (The first version's explicit rule
 // P_t = −min(μ P_n, ‖v_t‖/D_t) v_t/‖v_t‖ stopped only part of the sliding per step when the
 // feet are coupled through the body: a standing quadruped's feet crept apart and it sank.)
+// Joint limits take the same law on their row (k_n read in N m/rad on a revolute joint).
 template <class S, class D>
 MOREAU_HD void soft_normal_impulses(const S* v_k, ContactScratch<S, D>& cs, S h, S kn, S kd_given, S zeta) {
-  const int nr = 3 * cs.n;
-  for (int i = 0; i < cs.n; ++i) {
-    const S vn = chain_dot(cs, i, cs.J + 3 * i * D::kChain, v_k);
-    const S gnn = mmax(cs.G[3 * i * nr + 3 * i], S(1e-12));
+  const int nr = solve_rows(cs);
+  for (int i = 0; i < cs.n + cs.nj; ++i) {
+    if (!unilateral(cs, i)) continue;
+    const int r = block_row(cs, i);
+    const S vn = chain_dot(cs, i, cs.J + r * D::kChain, v_k);
+    const S gnn = mmax(cs.G[r * nr + r], S(1e-12));
     const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / gnn);
-    cs.P[3 * i] = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
+    cs.P[r] = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
   }
 }
 
-// Adjoint of soft_normal_impulses: adj_pn (n) into adj_gap (n), adj_J (normal rows, as cs.J), adj_v_k,
-// adj_gnn (n: the diagonal normal entries G_nn, through m_eff) and adj_kn.
+// Adjoint of soft_normal_impulses: adj_pn (per block) into adj_gap (per block), adj_J (normal rows,
+// as cs.J), adj_v_k, adj_gnn (per block: the diagonal normal entries G_nn, through m_eff) and adj_kn.
 template <class S, class D>
 MOREAU_HD void adj_soft_normal_impulses(const S* v_k, const ContactScratch<S, D>& cs, S h, S kn,
                                         S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
                                         S* adj_gnn, S& adj_kn) {
-  const int nr = 3 * cs.n;
-  for (int i = 0; i < cs.n; ++i) {
-    if (!(cs.P[3 * i] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
-    const S* Jn = cs.J + 3 * i * D::kChain;
+  const int nr = solve_rows(cs);
+  for (int i = 0; i < cs.n + cs.nj; ++i) {
+    const int r = block_row(cs, i);
+    if (!unilateral(cs, i) || !(cs.P[r] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
+    const S* Jn = cs.J + r * D::kChain;
     const S vn = chain_dot(cs, i, Jn, v_k);
-    const S G0 = cs.G[3 * i * nr + 3 * i], gnn = mmax(G0, S(1e-12));
+    const S G0 = cs.G[r * nr + r], gnn = mmax(G0, S(1e-12));
     const bool from_zeta = !(kd_given >= 0);
     const S kd = from_zeta ? S(2) * zeta * msqrt(kn / gnn) : kd_given;
     const S a = h * adj_pn[i];               // f̄_n
@@ -761,7 +877,7 @@ MOREAU_HD void adj_soft_normal_impulses(const S* v_k, const ContactScratch<S, D>
     if (vn < 0) {  // ∂f/∂v_n = −k_d
       const S adj_vn = -kd * a;
       chain_axpy(cs, i, adj_vn, Jn, adj_v_k);
-      for (int t = 0; t < cs.nd[i]; ++t) adj_J[3 * i * D::kChain + t] += v_k[cs.dof[i * D::kChain + t]] * adj_vn;
+      for (int t = 0; t < cs.nd[i]; ++t) adj_J[r * D::kChain + t] += v_k[cs.dof[i * D::kChain + t]] * adj_vn;
     }
     if (from_zeta && damp > 0) {  // k_d = 2 ζ sqrt(k_n / G_nn)
       adj_kn += damp * a * kd / (2 * kn);
@@ -777,6 +893,13 @@ struct ContactResult {
   S residual;
 };
 
+// Whether a step has a contact stage: contact points in a contact mode, or joint rows (limits and
+// friction loss act in every mode; with contact off they take the hard model's).
+template <class S, class D>
+MOREAU_HD bool has_constraints(const ModelView<S, D>& m, const ContactSettings<S>& cfg) {
+  return (cfg.mode != kContactNone && m.ncon > 0) || m.njrow > 0;
+}
+
 // The contact threshold of `mode`: a point enters the solve when its gap ≤ it. Soft: 0
 // (g < 0); hard: the speculative reach, 10 m/s in one step; smooth: g_max.
 template <class S>
@@ -785,35 +908,47 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
   return mode != kContactSoft && cfg.speculative ? S(10) * h : S(0);
 }
 
-// Keeps the active contacts with gap ≤ threshold, in order, and sets c = J v: their rows of J
-// and Y and their block of G are the numbers contact_candidates and delassus give for that set
-// at the same q_M (every candidate below threshold must be in cs: not a truncated set).
+// Keeps the blocks with gap ≤ threshold (and every friction-loss row), in order, and sets c = J v:
+// their rows of J and Y and their block of G are the numbers contact_candidates,
+// joint_candidates and delassus give for that set at the same q_M (every candidate below
+// threshold must be in cs: not a truncated set).
 template <class S, class D>
 MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs) {
   constexpr int C = D::kChain;
-  const int nr0 = 3 * cs.n;
-  int keep[D::kActive], n = 0;
-  for (int i = 0; i < cs.n; ++i)
-    if (cs.gap[i] <= threshold) keep[n++] = i;
+  const int nr0 = solve_rows(cs);
+  int keep[D::kBlocks], rowmap[D::kRows], n = 0, nj = 0, nr = 0;
+  for (int i = 0; i < cs.n + cs.nj; ++i)
+    if (!unilateral(cs, i) || cs.gap[i] <= threshold) {
+      keep[n + nj] = i;
+      (i < cs.n ? n : nj) += 1;
+      for (int r = block_row(cs, i); r < block_row(cs, i) + block_size(cs, i); ++r) rowmap[nr++] = r;
+    }
   // every index moves down or stays, in increasing order: in place
-  for (int a = 0; a < n; ++a) {
-    const int i = keep[a];
-    cs.con[a] = cs.con[i];
+  for (int a = 0; a < n + nj; ++a) {
+    const int i = keep[a], r0 = block_row(cs, i), sz = block_size(cs, i);
+    const int a0 = a < n ? 3 * a : a + 2 * n;  // the block's first row in the new layout
+    if (a < n) {
+      cs.con[a] = cs.con[i];
+    } else {
+      cs.jdof[a - n] = cs.jdof[i - cs.n];
+      cs.jq[a - n] = cs.jq[i - cs.n];
+      cs.jkind[a - n] = cs.jkind[i - cs.n];
+      cs.jbound[a - n] = cs.jbound[i - cs.n];
+    }
     cs.gap[a] = cs.gap[i];
     cs.w[a] = 1;
     cs.nd[a] = cs.nd[i];
     for (int t = 0; t < cs.nd[i]; ++t) cs.dof[a * C + t] = cs.dof[i * C + t];
-    for (int r = 0; r < 3; ++r)
+    for (int r = 0; r < sz; ++r)
       for (int t = 0; t < cs.nd[i]; ++t) {
-        cs.J[(3 * a + r) * C + t] = cs.J[(3 * i + r) * C + t];
-        cs.Y[(3 * a + r) * C + t] = cs.Y[(3 * i + r) * C + t];
+        cs.J[(a0 + r) * C + t] = cs.J[(r0 + r) * C + t];
+        cs.Y[(a0 + r) * C + t] = cs.Y[(r0 + r) * C + t];
       }
   }
-  for (int r = 0; r < 3 * n; ++r) {
-    const S* G0 = cs.G + (3 * keep[r / 3] + r % 3) * nr0;
-    for (int s = 0; s < 3 * n; ++s) cs.G[r * 3 * n + s] = G0[3 * keep[s / 3] + s % 3];
-  }
+  for (int r = 0; r < nr; ++r)
+    for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
   cs.n = n;
+  cs.nj = nj;
   contact_velocity(v, cs);
 }
 
@@ -831,21 +966,26 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   ContactResult<S> result{0, 0, S(0)};
   const S mu = p.friction.get(env);
   const S threshold = contact_threshold(cfg, p, env, mode, h);
-  if (from_active)
+  if (from_active) {
     restrict_active(threshold, v_free, cs);
-  else
-    contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
-  if (cs.n == 0) return result;
+  } else {
+    cs.n = 0;
+    if (mode != kContactNone) contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
+    joint_candidates(m, p, env, qM, h, threshold, cs);
+  }
+  if (solve_rows(cs) == 0) return result;
   if (!from_active) delassus(m, ws.H, v_free, cs);
   const bool soft = mode == kContactSoft;
   if (soft) {
     soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
   } else if (mode == kContactSmooth) {
     const S k = p.smooth_k.get(env);
-    for (int i = 0; i < cs.n; ++i) cs.w[i] = smooth_gate(k, cs.gap[i]);
+    for (int i = 0; i < cs.n + cs.nj; ++i)
+      if (unilateral(cs, i)) cs.w[i] = smooth_gate(k, cs.gap[i]);
   } else if (cfg.speculative) {
     // the next midpoint is q_M ⊕ h v_{k+1}: its gap g + h γ_n must not be negative
-    for (int i = 0; i < cs.n; ++i) cs.c[3 * i] += mmax(cs.gap[i], S(0)) / h;
+    for (int i = 0; i < cs.n + cs.nj; ++i)
+      if (unilateral(cs, i)) cs.c[block_row(cs, i)] += mmax(cs.gap[i], S(0)) / h;
   }
   result.iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &result.residual);
   if (result.residual > cfg.tolerance) result.status = kStatusSolverNotConverged;
@@ -857,7 +997,10 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
 template <class S, class D>
 MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
   for (int d = 0; d < m.nv; ++d) x[d] = 0;
-  for (int r = 0; r < 3 * cs.n; ++r) chain_axpy(cs, r / 3, cs.w[r / 3] * cs.P[r], cs.Y + r * D::kChain, x);
+  for (int r = 0; r < solve_rows(cs); ++r) {
+    const int b = row_block(cs, r);
+    chain_axpy(cs, b, cs.w[b] * cs.P[r], cs.Y + r * D::kChain, x);
+  }
   ltl_solve_l(m, ws.H, x);
 }
 
@@ -869,12 +1012,12 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S, D>& m, const Contact
                                          Workspace<S, D>& ws, ContactScratch<S, D>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
   const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
-  if (cs.n > 0) {
+  if (solve_rows(cs) > 0) {
     S x[D::kNv];
     impulse_velocity(m, ws, cs, x);
     for (int d = 0; d < m.nv; ++d) v[d] += x[d];
   }
-  if (impulses) {
+  if (impulses && cfg.mode != kContactNone) {
     for (int k = 0; k < m.ncon; ++k) {
       impulses[k] = 0;
       active[k] = gaps[k] <= 0;
@@ -906,7 +1049,7 @@ MOREAU_HD int contact_grad_mode(int mode) { return mode == kContactHardSmoothGra
 // The seed-independent part of adj_contact_stage, from the solve in cs (adj_contact_setup).
 template <class S, class D = MaxDims>
 struct ContactAdjoint {
-  S K[3 * D::kActive * D::kNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r] (contact_blocks modes only)
+  S K[D::kRows * D::kNv];  // K = H⁻¹ Jᵀ, row r holding K[:, r] (contact_blocks modes only)
   S x[D::kNv];                   // H⁻¹ Jᵀ P_app, P_app = w ∘ P
   PgsAdjoint<S, D> pgs;
 };
@@ -917,16 +1060,17 @@ template <class S, class D>
 MOREAU_HD void adj_contact_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
                                  const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, const S* v_free,
                                  const S* v_next, ContactAdjoint<S, D>& ca) {
-  const int nv = m.nv, nr = 3 * cs.n;
+  const int nv = m.nv, nr = solve_rows(cs);
   for (int d = 0; d < nv; ++d) ca.x[d] = cfg.mode == kContactHardSmoothGrad ? S(0) : v_next[d] - v_free[d];
-  if (cs.n == 0) return;
+  if (nr == 0) return;
   if (cfg.mode == kContactHardSmoothGrad) impulse_velocity(m, ws, cs, ca.x);
   if (contact_blocks(contact_grad_mode(cfg.mode))) {  // K = L⁻¹ Y: Y's rows spread from their chains to every dof
     for (int r = 0; r < nr; ++r) {
       for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = 0;
-      chain_axpy(cs, r / 3, S(1), cs.Y + r * D::kChain, ca.K + r * nv);
+      chain_axpy(cs, row_block(cs, r), S(1), cs.Y + r * D::kChain, ca.K + r * nv);
     }
-    for (int r = 0; r < nr; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
+    for (int r = 0; r < 3 * cs.n; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
+    for (int r = 3 * cs.n; r < nr; ++r) ltl_solve_l(m, ws.H, ca.K + r * nv);
   }
   adj_pgs_setup(cs, p.friction.get(env), cfg.mode == kContactSoft, ca.pgs);
 }
@@ -949,9 +1093,9 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
                                 const ContactAdjoint<S, D>& ca, const S* v_free, const S* adj_v_next, S* adj_v_free,
                                 S* lambda, S* adj_v_k, S* adj_qM, AdjWorkspace<S, D>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = contact_grad_mode(cfg.mode);
-  const int nv = m.nv, n = cs.n, nr = 3 * n;
+  const int nv = m.nv, n = cs.n, nb = n + cs.nj, nr = solve_rows(cs);
   for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
-  if (n == 0) {
+  if (nr == 0) {
     ltl_solve(m, ws.H, lambda);
     return 0;
   }
@@ -959,16 +1103,16 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
   ltl_solve_t(m, ws.H, lambda);
   constexpr int C = D::kChain;
-  S adj_J[3 * D::kActive * C], adj_P[3 * D::kActive], adj_gamma[3 * D::kActive];  // adj_J as cs.J
-  S adj_w[D::kActive], adj_gap[D::kActive], adj_pn[D::kActive], adj_gnn[D::kActive];
+  S adj_J[D::kRows * C], adj_P[D::kRows], adj_gamma[D::kRows];  // adj_J as cs.J
+  S adj_w[D::kBlocks], adj_gap[D::kBlocks], adj_pn[D::kBlocks], adj_gnn[D::kBlocks];
+  for (int i = 0; i < nb; ++i) adj_w[i] = adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
   for (int r = 0; r < nr; ++r) {
-    const S t = chain_dot(cs, r / 3, cs.Y + r * C, lambda);
-    for (int k = 0; k < cs.nd[r / 3]; ++k) adj_J[r * C + k] = 0;
-    adj_P[r] = cs.w[r / 3] * t;
-    if (r % 3 == 0) adj_w[r / 3] = 0;
-    adj_w[r / 3] += cs.P[r] * t;
+    const int b = row_block(cs, r);
+    const S t = chain_dot(cs, b, cs.Y + r * C, lambda);
+    for (int k = 0; k < cs.nd[b]; ++k) adj_J[r * C + k] = 0;
+    adj_P[r] = cs.w[b] * t;
+    adj_w[b] += cs.P[r] * t;
   }
-  for (int i = 0; i < n; ++i) adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
   const bool soft = mode == kContactSoft;
   if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_gamma, mode == kContactSmooth ? adj_w : nullptr,
                      adj_p.friction, adj_pn))
@@ -978,28 +1122,30 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
                              adj_pn, adj_gap, adj_J, adj_v_k, adj_gnn, adj_p.contact_kn);
   } else if (mode == kContactSmooth) {  // w = σ(−k g): ∂w/∂g = −k w (1 − w), ∂w/∂k = −g w (1 − w)
     const S k = p.smooth_k.get(env);
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < nb; ++i) {
       const S kg = k * cs.gap[i];
-      if (kg <= S(-100) || kg >= S(50)) continue;
+      if (!unilateral(cs, i) || kg <= S(-100) || kg >= S(50)) continue;
       const S dw = -cs.w[i] * (1 - cs.w[i]) * adj_w[i];
       adj_gap[i] += k * dw;
       adj_p.smooth_k += cs.gap[i] * dw;
     }
   } else if (cfg.speculative) {  // c_n += max(g, 0)/h
-    for (int i = 0; i < n; ++i)
-      if (cs.gap[i] > 0) adj_gap[i] += adj_gamma[3 * i] / h;
+    for (int i = 0; i < nb; ++i)
+      if (unilateral(cs, i) && cs.gap[i] > 0) adj_gap[i] += adj_gamma[block_row(cs, i)] / h;
   }
   // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
   for (int r = 0; r < nr; ++r) {
-    chain_axpy(cs, r / 3, adj_gamma[r], cs.J + r * C, adj_v_free);
-    chain_axpy(cs, r / 3, adj_gamma[r], cs.Y + r * C, lambda);
+    const int b = row_block(cs, r);
+    chain_axpy(cs, b, adj_gamma[r], cs.J + r * C, adj_v_free);
+    chain_axpy(cs, b, adj_gamma[r], cs.Y + r * C, lambda);
   }
   ltl_solve_l(m, ws.H, lambda);
   // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ on the rows' chains
   for (int r = 0; r < nr; ++r) {
-    const S pa = cs.w[r / 3] * cs.P[r], ga = adj_gamma[r];
-    const int* dof = cs.dof + (r / 3) * C;
-    for (int t = 0; t < cs.nd[r / 3]; ++t)
+    const int b = row_block(cs, r);
+    const S pa = cs.w[b] * cs.P[r], ga = adj_gamma[r];
+    const int* dof = cs.dof + b * C;
+    for (int t = 0; t < cs.nd[b]; ++t)
       adj_J[r * C + t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
   }
   if (contact_blocks(mode)) {
@@ -1008,23 +1154,27 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
     S adj_H[D::kNM];  // H's sparse storage (adj_crba)
     for (int k = 0; k < m.nM; ++k) adj_H[k] = 0;
     const S en[3] = {1, 0, 0};
-    for (int j = 0; j < n; ++j) {
-      const S* Kj = ca.K + 3 * j * nv;
+    for (int j = 0; j < nb; ++j) {
+      const int o = block_row(cs, j), sz = block_size(cs, j);
+      const S* Kj = ca.K + o * nv;
       const struct {
         S c;
         const S *l, *r;
-      } terms[2] = {{1 - cs.w[j], adj_gamma + 3 * j, cs.P + 3 * j}, {adj_gnn[j], en, en}};
+      } terms[2] = {{1 - cs.w[j], adj_gamma + o, cs.P + o}, {adj_gnn[j], en, en}};
       for (const auto& t : terms) {
         if (t.c == 0) continue;
         S Kl[D::kNv], Kr[D::kNv];
         for (int d = 0; d < nv; ++d) {
-          Kl[d] = Kj[d] * t.l[0] + Kj[nv + d] * t.l[1] + Kj[2 * nv + d] * t.l[2];
-          Kr[d] = Kj[d] * t.r[0] + Kj[nv + d] * t.r[1] + Kj[2 * nv + d] * t.r[2];
+          Kl[d] = Kr[d] = 0;
+          for (int a = 0; a < sz; ++a) {
+            Kl[d] += Kj[a * nv + d] * t.l[a];
+            Kr[d] += Kj[a * nv + d] * t.r[a];
+          }
         }
         const int* dof = cs.dof + j * C;
-        for (int a = 0; a < 3; ++a)
+        for (int a = 0; a < sz; ++a)
           for (int s = 0; s < cs.nd[j]; ++s)
-            adj_J[(3 * j + a) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
+            adj_J[(o + a) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
         for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
           S* adj_Hc = adj_H + m.dof_Madr[c];
           const int* col = m.M_colind + m.dof_Madr[c];
@@ -1036,6 +1186,11 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
     adj_crba(m, ws, adj_H, aw);
   }
   adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
+  // a limit's gap q − lo or hi − q (its J is constant: J̄ goes nowhere)
+  for (int k = 0; k < cs.nj; ++k) {
+    if (cs.jkind[k] == kRowFriction) continue;
+    adj_qM[cs.jq[k]] += cs.jkind[k] == kRowLower ? adj_gap[n + k] : -adj_gap[n + k];
+  }
   return 0;
 }
 

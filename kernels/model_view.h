@@ -52,11 +52,15 @@ struct ModelArrays {
   const S* jnt_stiffness;     // (nbody) joint spring k (revolute, prismatic; 0: none)
   const S* jnt_springref;     // (nbody) its rest position
   int has_springs;            // any jnt_stiffness ≠ 0
+  const int* jnt_limited;     // (nbody) position limits enforced (revolute, prismatic)
+  const S* jnt_range;         // (nbody x 2)
+  int njrow;                  // joint constraint rows a solve may hold: limited 1-dof joints + dofs with friction loss
   const int* dof_depth;       // (nv)
   const int* dof_Madr;        // (nv)
   const int* M_colind;        // (nM)
   const S* dof_damping;       // (nv)
   const S* dof_armature;      // (nv)
+  const S* dof_frictionloss;  // (nv) dry-friction bound [N m or N]
   const S* qpos0;             // (nq)
   const int* actuator_type;   // (nu)
   const int* actuator_dof;    // (nu)
@@ -83,7 +87,7 @@ struct ModelView : ModelArrays<S> {
 template <class D, class S>
 MOREAU_HD bool fits(const ModelArrays<S>& m) {
   return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu && m.ncon <= D::kContacts &&
-         m.nM <= D::kNM && m.nchain <= D::kChain;
+         m.nM <= D::kNM && m.nchain <= D::kChain && m.njrow <= D::kJointRows;
 }
 
 // Calls f(view) with the model's view in the smallest size class it fits.
@@ -117,6 +121,8 @@ struct Params {
   Param<S> contact_zeta;     // (len x 1) soft: damping ratio of the contact's effective mass
   Param<S> smooth_k;         // (len x 1) smooth: sigmoid scale k [1/m]
   Param<S> smooth_gmax;      // (len x 1) smooth: contacts with gap ≤ g_max enter [m]
+  Param<S> motor_strength;   // (len x nu) scale of each actuator's force, after its limits
+  Param<S> frictionloss_scale;  // (len x 1) scale of the model's joint friction loss
 };
 
 // Per-simulator contact settings.

@@ -19,7 +19,7 @@ MOREAU_HD S actuator_ctrl(const ModelView<S, D>& m, int a, S ctrl) {
   return m.actuator_ctrllimited[a] ? clamp(ctrl, m.actuator_ctrlrange[2 * a], m.actuator_ctrlrange[2 * a + 1]) : ctrl;
 }
 
-// Actuator forces into τ (added). With gear g: l = g q, l̇ = g q̇, τ += g f;
+// Actuator forces into τ (added). With gear g and strength s: l = g q, l̇ = g q̇, τ += g s f;
 // position servo f = kp (u − l) − kd l̇, motor f = u; f clamped to [f_min(l̇), f_max(l̇)] with
 // f_max = clamp(peak (1 − l̇/vmax), 0, hi), f_min = −clamp(peak (1 + l̇/vmax), 0, −lo) when a
 // torque–speed line is given, else [lo, hi] when force-limited.
@@ -40,7 +40,7 @@ MOREAU_HD void actuator_forces(const ModelView<S, D>& m, const Params<S>& p, int
       hi = clamp(peak * (1 - r), S(0), hi);
       lo = -clamp(peak * (1 + r), S(0), -lo);
     }
-    tau[m.actuator_dof[a]] += g * clamp(f, lo, hi);
+    tau[m.actuator_dof[a]] += g * p.motor_strength.get(env, a) * clamp(f, lo, hi);
   }
 }
 
@@ -106,7 +106,7 @@ MOREAU_HD void adj_actuator_forces(const ModelView<S, D>& m, const Params<S>& p,
       if (peak * (1 - r) > 0 && peak * (1 - r) < hi0) dhi = -peak / vmax;
       if (peak * (1 + r) > 0 && peak * (1 + r) < -lo0) dlo = -peak / vmax;
     }
-    const S adj_out = g * adj_tau[dof];
+    const S adj_out = g * p.motor_strength.get(env, a) * adj_tau[dof];
     S adj_f = 0, adj_ldot = 0;
     if (f < lo) {
       adj_ldot += dlo * adj_out;
@@ -198,7 +198,7 @@ MOREAU_HD ContactResult<S> finish_step(const ModelView<S, D>& m, const ContactSe
   if (!ok) return {kStatusSingularMass, 0, S(0)};
   for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
   ContactResult<S> result{0, 0, S(0)};
-  if (cfg.mode != kContactNone && m.ncon > 0)
+  if (has_constraints(m, cfg))
     result = contact_stage(m, cfg, p, env, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, v, info ? info->gap : nullptr,
                            info ? info->impulse : nullptr, info ? info->active : nullptr);
   for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
@@ -227,7 +227,7 @@ template <class S, class D>
 MOREAU_HD void adj_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env, S h,
                          AdjTape<S, D>& at) {
   StepTape<S, D>& t = at.step;
-  const bool contact = cfg.mode != kContactNone && m.ncon > 0;
+  const bool contact = has_constraints(m, cfg);
   if (contact) {
     if (cfg.mode == kContactHardSmoothGrad) {  // the hard set holds the smooth one unless g_max reaches past it
       const bool from_active = p.smooth_gmax.get(env) <= contact_threshold(cfg, p, env, cfg.mode, h) &&
@@ -253,7 +253,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S, D>& m, const ContactSettings<S
                                S h, const S* ctrl, const AdjTape<S, D>& at, S* adj_q, S* adj_v, S* adj_ctrl,
                                ParamAdjoint<S, D>& adj_p, const S* adj_q_out, const S* adj_v_out, AdjWorkspace<S, D>& aw) {
   const StepTape<S, D>& t = at.step;
-  const bool contact = cfg.mode != kContactNone && m.ncon > 0;
+  const bool contact = has_constraints(m, cfg);
   const int nv = m.nv;
   S adj_qM[D::kNq], adj_v_free[D::kNv], lambda[D::kNv], adj_v2[D::kNv], tau_adj[D::kNv] = {};
   // q_out = q_M ⊕ (h/2) v_{k+1}; hard_smooth_grad differentiates the smooth step, whose

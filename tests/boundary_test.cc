@@ -148,7 +148,7 @@ const std::set<std::string>& covered() {
       "-Simulator::contact_gap", "-Simulator::contact_impulse", "-Simulator::contact_active",
       "-Simulator::solver_iterations", "-Simulator::solver_residual", "-Simulator::substeps",
       "-Simulator::param_names", "-Simulator::rollout_horizon", "-Simulator::reset_all", "-Simulator::synchronize",
-      "-Model::body_index", "-Model::joint_index", "-Model::actuator_index", "-Model::total_mass"};
+      "-Model::body_index", "-Model::joint_index", "-Model::actuator_index", "-Model::total_mass", "-joint_rows"};
   return names;
 }
 

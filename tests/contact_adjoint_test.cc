@@ -105,6 +105,7 @@ TEST(ContactAdjoint, SoftNormalImpulsesMatchFiniteDifferences) {
   for (const double kd_given : {-1.0, 40.0}) {
     kern::ContactScratch<double> cs;
     cs.n = n;
+    cs.nj = 0;
     for (int i = 0; i < n; ++i) kern::contact_chain(m, m.con_body[i], cs, i);  // three feet
     for (int r = 0; r < nr; ++r)
       for (int t = 0; t < C; ++t) cs.J[r * C + t] = t < cs.nd[r / 3] ? 0.3 * normal(rng) : 0.0;
@@ -175,6 +176,7 @@ struct ChosenSolve {
     std::mt19937 rng(41 + 2 * gated + fixed_normal);
     std::normal_distribution<double> normal(0, 1);
     cs.n = n;
+    cs.nj = 0;
     double A[nr][nr];
     for (auto& row : A)
       for (double& x : row) x = 0.4 * normal(rng);
@@ -302,6 +304,7 @@ UnrolledError unrolled_vs_implicit(ChosenSolve& S, const ChosenSolve::Adjoint& a
   std::normal_distribution<double> normal(0, 1);
   kern::ContactScratch<Dual> cs;
   cs.n = n;
+  cs.nj = 0;
   double implicit = 0;
   auto seed = [&](double x, double adjoint) {
     const double dx = normal(rng);

@@ -34,7 +34,8 @@ using Vec = std::vector<double>;
 // The inputs of a control step, as dual numbers: state, action and every parameter.
 struct DualInputs {
   std::vector<Dual> q, v, u;
-  std::vector<Dual> kp, kd, added_base_mass, friction, contact_kn, contact_kd, contact_zeta, smooth_k, smooth_gmax;
+  std::vector<Dual> kp, kd, added_base_mass, friction, contact_kn, contact_kd, contact_zeta, smooth_k, smooth_gmax,
+      motor_strength, frictionloss_scale;
 };
 
 // Control steps of `model` on dual numbers with the settings and parameters of a
@@ -56,7 +57,8 @@ class DualStep {
                                {&base_.added_base_mass, "added_base_mass"}, {&base_.friction, "friction"},
                                {&base_.contact_kn, "contact_kn"}, {&base_.contact_kd, "contact_kd"},
                                {&base_.contact_zeta, "contact_zeta"}, {&base_.smooth_k, "smooth_k"},
-                               {&base_.smooth_gmax, "smooth_gmax"}}) {
+                               {&base_.smooth_gmax, "smooth_gmax"}, {&base_.motor_strength, "motor_strength"},
+                               {&base_.frictionloss_scale, "frictionloss_scale"}}) {
       const View x = sim.param(name);  // (1 x width), float64 on the CPU
       EXPECT_EQ(x.shape[0], 1) << name;
       const double* values = static_cast<const double*>(x.data);
@@ -74,7 +76,8 @@ class DualStep {
     seed(in);
     kern::Params<Dual> p{{in.kp.data(), 1},           {in.kd.data(), 1},         {in.added_base_mass.data(), 1},
                          {in.friction.data(), 1},     {in.contact_kn.data(), 1}, {in.contact_kd.data(), 1},
-                         {in.contact_zeta.data(), 1}, {in.smooth_k.data(), 1},   {in.smooth_gmax.data(), 1}};
+                         {in.contact_zeta.data(), 1}, {in.smooth_k.data(), 1},   {in.smooth_gmax.data(), 1},
+                         {in.motor_strength.data(), 1}, {in.frictionloss_scale.data(), 1}};
     auto tape = std::make_unique<kern::StepTape<Dual>>();
     const auto info = kern::no_info<Dual>();
     const auto no_stats = static_cast<kern::StepStats<Dual>*>(nullptr);

@@ -205,6 +205,18 @@ TEST(StepGradient, JointSpringsMatchFiniteDifferences) {
   expect_matches_fd(pb, 1e-5);
 }
 
+// Weakened motors (motor_strength 0.7 on every actuator, per environment): the adjoint scales
+// the actuators' forces as the step does.
+TEST(StepGradient, MotorStrengthMatchesFiniteDifferences) {
+  Problem P("anymal_c.json", 2, ContactMode::None, 6);
+  const std::vector<double> strength = {0.7, 1.3};  // one row per environment, every actuator alike
+  std::vector<double> rows(2 * P.model.nu);
+  for (int a = 0; a < P.model.nu; ++a)
+    for (int e = 0; e < 2; ++e) rows[a * 2 + e] = strength[e];
+  P.sim.set_param("motor_strength", rows.data(), 2, P.model.nu);
+  expect_matches_fd(P, 1e-5);
+}
+
 // Quaternion perturbations on the manifold: q ⊕ ε δ, with ⊕ the exponential map.
 TEST(StepGradient, ManifoldPerturbationOfTheBaseOrientation) {
   Problem P("anymal_c.json", 1, ContactMode::None, 4);
@@ -737,6 +749,15 @@ TEST(ContactGradient, SlidingQuadrupedMatchesFiniteDifferences) {
     for (int k = 0; k < P.model.ncon; ++k) ASSERT_EQ(active[k], 1) << "foot " << k << " not on the ground";
     EXPECT_GT(P.in.v[0], 0.1) << "the base should be sliding along +x";
     P.in.q[2] -= 1e-3;
+    // the splayed front hips rest exactly at their abduction limits (g = 0, the same kink as a
+    // foot's): press them 0.1 mm in
+    for (int j = 0; j < P.model.nbody; ++j) {
+      if (!P.model.jnt_limited[j]) continue;
+      double& x = P.in.q[P.model.jnt_qposadr[j]];
+      const double lo = P.model.jnt_range[2 * j], hi = P.model.jnt_range[2 * j + 1];
+      if (std::abs(x - lo) < 1e-9) x = lo - 1e-4;
+      if (std::abs(x - hi) < 1e-9) x = hi + 1e-4;
+    }
     expect_matches_fd(P, 1e-5);
   }
 }
@@ -824,6 +845,75 @@ TEST(StepGradient, AdjointRowsEqualSeparateAdjoints) {
     EXPECT_EQ(std::memcmp(u1.data(), gu.data() + r * su, sizeof(double) * su), 0);
     EXPECT_EQ(std::memcmp(kp1.data(), kp.data() + r * su, sizeof(double) * su), 0);
     EXPECT_GT(std::abs(u1[0]), 0);
+  }
+}
+
+// Joint rows (kernels/contact.h): a double pendulum whose first hinge presses 0.1 mm into its
+// lower limit at 1 rad/s and whose second hinge has friction loss 0.4 N m, sliding (2 rad/s) or
+// sticking (at rest, the gravity torque on it 0.2 N m inside the bound).
+Model jointed_double_pendulum() {
+  Model m = load_model(asset("double_pendulum.json"));
+  m.jnt_limited = {1, 1};
+  m.jnt_range = {0.3, 2.0, -2.5, 2.5};
+  m.dof_frictionloss = {0.0, 0.4};
+  return m;
+}
+
+void set_jointed_state(Problem& P, double v2) {
+  P.in.q = {0.3 - 1e-4, v2 != 0 ? 0.4 : -0.3};
+  P.in.v = {-1.0, v2};
+}
+
+TEST(JointRowGradient, LimitAndFrictionLossMatchFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth}) {
+    for (double v2 : {2.0, 0.0}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (v2 != 0 ? ", sliding" : ", sticking"));
+      Problem P(jointed_double_pendulum(), 1, mode, 81);
+      set_jointed_state(P, v2);
+      expect_matches_fd(P, 1e-5);
+    }
+  }
+}
+
+// The same states: float32 gradients agree with float64 to 1e-3 of the largest entry.
+TEST(JointRowGradient, FloatAndDoubleGradientsAgree) {
+  for (ContactMode mode : {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
+                           ContactMode::HardSmoothGrad}) {
+    for (double v2 : {2.0, 0.0}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (v2 != 0 ? ", sliding" : ", sticking"));
+      Problem P(jointed_double_pendulum(), 1, mode, 82);
+      set_jointed_state(P, v2);
+      const Batch gd = P.gradient();
+      int32_t status = 0;
+      const Batch gf = P.gradient32(mode, &status);
+      EXPECT_EQ(status, 0);
+      for (auto [f, d, what] : {std::tuple{&gf.q, &gd.q, "dL/dq float vs double"},
+                                std::tuple{&gf.v, &gd.v, "dL/dv float vs double"}}) {
+        double big = 0;
+        for (double x : *d) big = std::max(big, std::abs(x));
+        EXPECT_GT(big, 0) << what;
+        EXPECT_NEAR_REL(*f, *d, 1e-3, 1e-3 * big, what);
+      }
+    }
+  }
+}
+
+// ANYmal C in the air, its hip abduction servos commanded past the upper limit with the joints
+// pressed 0.1 mm into it, friction loss 0.1 N m on every leg joint (the Menagerie's value).
+TEST(JointRowGradient, AnymalHipsAtTheirLimitsMatchFiniteDifferences) {
+  Model m = load_model(asset("anymal_c.json"));
+  for (int d = 6; d < m.nv; ++d) m.dof_frictionloss[d] = 0.1;
+  for (ContactMode mode : {ContactMode::None, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P(m, 1, mode, 83);
+    for (int a = 0; a < m.nu; ++a) {
+      const int j = m.dof_body[m.actuator_dof[a]];
+      if (m.jnt_name[j].find("HAA") == std::string::npos) continue;
+      P.in.q[m.jnt_qposadr[j]] = m.jnt_range[2 * j + 1] + 1e-4;
+      P.in.v[m.actuator_dof[a]] = 0.5;
+      P.in.u[a] = m.jnt_range[2 * j + 1] + 0.5;
+    }
+    expect_matches_fd(P, 1e-5);
   }
 }
 

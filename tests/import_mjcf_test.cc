@@ -370,13 +370,18 @@ TEST(ImportMjcf, ContypeAndConaffinityChooseTheGroundContacts) {
   EXPECT_TRUE(names(R"(<worldbody><geom type="plane" size="1 1 1" contype="0" conaffinity="0"/></worldbody>)").empty());
 }
 
-TEST(ImportMjcf, JointLimitsAreNotedAsNotEnforced) {
+// Hinge and slide limits are enforced (no warning); a ball joint's range is not (a warning).
+TEST(ImportMjcf, JointLimitsAreEnforcedBallRangesAreNoted) {
   const RobotSpec s = parse(R"(<mujoco><compiler autolimits="true"/><worldbody><body name="a">
-      <joint name="hinge" range="-30 30"/><joint name="free_spin" axis="1 0 0"/><geom size="0.1"/></body>
-    </worldbody></mujoco>)");
-  ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_EQ(s.warnings[0], "1 joint(s) with position limits, stored but not enforced (moreau has no joint-limit "
-                           "constraint; docs/import.md): 'hinge'");
+      <joint name="hinge" range="-30 30" frictionloss="0.2"/><joint name="free_spin" axis="1 0 0"/>
+      <geom size="0.1"/><body name="b"><joint name="ball" type="ball" range="0 40"/><geom size="0.1"/></body>
+      </body></worldbody></mujoco>)");
+  EXPECT_TRUE(s.warnings.empty());
+  const Model m = compile(s);
+  ASSERT_EQ(m.warnings.size(), 1u);
+  EXPECT_EQ(m.warnings[0], "joint 'ball': a ball joint's range is stored but not enforced (limits act on revolute "
+                           "and prismatic joints)");
+  EXPECT_EQ(joint_rows(m), 2);  // the hinge's limit and its friction loss
 }
 
 TEST(ImportMjcf, ContactFlagDisable) {

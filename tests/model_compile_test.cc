@@ -278,8 +278,10 @@ TEST(ModelCompile, JointsActuatorsAndGlobalsAreCopied) {
   EXPECT_EQ(m.dof_damping[6], 0.5);
   EXPECT_EQ(m.dof_armature[6], 0.01);
   EXPECT_EQ(m.dof_damping[0], 0);
-  ASSERT_EQ(m.warnings.size(), 1u);
-  EXPECT_EQ(m.warnings[0], "joint 'shoulder': frictionloss 0.1 is not modelled and is ignored");
+  EXPECT_EQ(m.dof_frictionloss[6], 0.1);
+  EXPECT_EQ(m.dof_frictionloss[0], 0);
+  EXPECT_TRUE(m.warnings.empty());
+  EXPECT_EQ(joint_rows(m), 2);  // the shoulder's limit and friction loss
 
   ASSERT_EQ(m.nu, 1);
   EXPECT_EQ(m.actuator_type[0], static_cast<int>(ActuatorType::Motor));

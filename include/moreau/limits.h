@@ -10,22 +10,27 @@ constexpr int kMaxNq = 48;
 constexpr int kMaxNu = 32;
 constexpr int kMaxContacts = 256;
 constexpr int kMaxActive = 16;  // contacts a solve holds at once (a model may have more points)
+constexpr int kMaxJointRows = 48;  // joint constraint rows: limited revolute/prismatic joints + dofs with friction loss
 
 // A size class of the kernels' scratch: every per-environment array is sized by it, not by the
 // maxima. A backend runs a model with the smallest class it fits (kern::with_dims). NM bounds the
 // mass matrix's tree-sparse entries (Model::nM; a chain of Nv dofs has them all, Nv (Nv + 1) / 2),
-// Chain the dofs on a root-to-dof path (Model::nchain), the length of a contact's Jacobian rows.
-template <int Bodies, int Nv, int Nq, int Nu, int Contacts, int NM = Nv * (Nv + 1) / 2, int Chain = Nv>
+// Chain the dofs on a root-to-dof path (Model::nchain), the length of a contact's Jacobian rows;
+// JointRows the joint constraint rows (joint_rows(Model)). A solve holds 3 kActive + kJointRows
+// rows.
+template <int Bodies, int Nv, int Nq, int Nu, int Contacts, int NM = Nv * (Nv + 1) / 2, int Chain = Nv,
+          int JointRows = kMaxJointRows>
 struct Dims {
   static constexpr int kBodies = Bodies, kNv = Nv, kNq = Nq, kNu = Nu, kContacts = Contacts, kNM = NM;
-  static constexpr int kChain = Chain;
+  static constexpr int kChain = Chain, kJointRows = JointRows;
   static constexpr int kActive = Contacts < kMaxActive ? Contacts : kMaxActive;
+  static constexpr int kBlocks = kActive + kJointRows, kRows = 3 * kActive + kJointRows;
 };
 // Every model compile() accepts.
 using MaxDims = Dims<kMaxBodies, kMaxNv, kMaxNq, kMaxNu, kMaxContacts>;
 // A quadruped with a free base and four 3-dof legs (ANYmal C, Go1: nM = 21 + 4 (7 + 8 + 9) = 117,
-// chains of 6 + 3 dofs), 8 contact points at most; it also holds the small models (cube,
-// cart-pole, pendulums).
-using SmallDims = Dims<13, 18, 19, 12, 8, 117, 9>;
+// chains of 6 + 3 dofs), 8 contact points at most, a limit and a friction loss on each leg
+// joint; it also holds the small models (cube, cart-pole, pendulums).
+using SmallDims = Dims<13, 18, 19, 12, 8, 117, 9, 24>;
 
 }  // namespace moreau

@@ -51,7 +51,7 @@ struct Model {
   std::vector<int> jnt_dofadr;         // (nbody)      first index in v
   std::vector<double> jnt_axis;        // (nbody x 3)  unit axis in body frame
   std::vector<double> jnt_pos;         // (nbody x 3)  anchor in body frame
-  std::vector<int> jnt_limited;        // (nbody)
+  std::vector<int> jnt_limited;        // (nbody)      position limits enforced (revolute, prismatic)
   std::vector<double> jnt_range;       // (nbody x 2)
   std::vector<double> jnt_stiffness;   // (nbody)      spring τ = −k (q − q_spring), revolute/prismatic
   std::vector<double> jnt_springref;   // (nbody)      q_spring, the spring's rest position
@@ -66,6 +66,7 @@ struct Model {
                                        //              ancestors root-first, then k (MuJoCo's M_colind)
   std::vector<double> dof_damping;     // (nv)
   std::vector<double> dof_armature;    // (nv)
+  std::vector<double> dof_frictionloss;  // (nv)      dry friction bound [N m] or [N] (a constraint row)
 
   std::vector<double> qpos0;           // (nq)         default configuration
 
@@ -97,6 +98,10 @@ struct Model {
   int actuator_index(const std::string& name) const;  // -1 if absent
   double total_mass() const;
 };
+
+// Joint constraint rows a contact solve may hold for the model: one per limited revolute or
+// prismatic joint, one per dof with friction loss.
+int joint_rows(const Model& model);
 
 // Validates the spec and compiles it: topological order, fixed-body merging with inertia
 // transfer, flat arrays. Throws Error naming spec.source, the field and what is wrong.

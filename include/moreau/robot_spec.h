@@ -29,12 +29,12 @@ struct JointSpec {
   std::array<double, 3> axis{0, 0, 1};   // revolute/prismatic axis in the body frame
   std::array<double, 3> pos{0, 0, 0};    // anchor in the body frame (revolute, ball)
   bool limited = false;
-  std::array<double, 2> range{0, 0};     // position limits [rad or m] (stored; see docs)
+  std::array<double, 2> range{0, 0};     // position limits [rad or m] (enforced on revolute and prismatic joints)
   double damping = 0;                    // viscous joint damping [N m s/rad or N s/m]
   double stiffness = 0;                  // joint spring τ = −stiffness (q − springref) [N m/rad or N/m]
   double springref = 0;                  // the spring's rest position [rad or m] (revolute, prismatic)
   double armature = 0;                   // rotor inertia added to the mass matrix diagonal
-  double frictionloss = 0;               // dry friction; not modelled: compile() warns if > 0
+  double frictionloss = 0;               // dry friction bound [N m] or [N]
 };
 
 struct ContactSpec {
