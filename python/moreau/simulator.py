@@ -16,6 +16,8 @@ _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets", "ro
 
 # Parameters with gradients (Simulator.Gradients): name -> width ("nu" or 1).
 GRAD_PARAMS = ("kp", "kd", "added_base_mass", "friction", "contact_kn", "smooth_k")
+# the parameters with one value per actuator (width nu); the others have width 1
+ACTUATOR_PARAMS = ("kp", "kd", "motor_strength")
 
 _BUFFERS = ("q", "v", "action", "status", "time", "contact_gap", "contact_impulse", "contact_active",
             "solver_iterations", "solver_residual")
@@ -481,7 +483,7 @@ def _param_rows(name: str, x):
     if x.ndim == 0:
         return x.reshape(1, 1)
     if x.ndim == 1:
-        return x.reshape(1, -1) if name in ("kp", "kd") else x.reshape(-1, 1)
+        return x.reshape(1, -1) if name in ACTUATOR_PARAMS else x.reshape(-1, 1)
     return x
 
 
@@ -489,7 +491,7 @@ def _param_range(name: str, model: Model):
     """A parameter's physical range as the library checks it (check_param_range in
     host/typed_backend.h), an elementwise torch test; None for a parameter it does not know (set
     through the host)."""
-    if name in ("kp", "kd", "friction", "contact_zeta", "smooth_gmax"):
+    if name in ("kp", "kd", "friction", "contact_zeta", "smooth_gmax", "motor_strength", "frictionloss_scale"):
         return lambda x: x >= 0
     if name in ("contact_kn", "smooth_k"):
         return lambda x: x > 0

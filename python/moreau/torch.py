@@ -31,7 +31,12 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from ._checks import as_bool, as_int, check_tensor, empty_field_major, fail, field_major
-from .simulator import GRAD_PARAMS, Simulator
+from .simulator import ACTUATOR_PARAMS, GRAD_PARAMS, Simulator
+
+# Per-environment parameters a step takes without a gradient: applied in the forward and again in
+# the backward (the values of that forward, whatever the simulator holds by then).
+FIXED_PARAMS = ("motor_strength", "frictionloss_scale")
+STEP_PARAMS = GRAD_PARAMS + FIXED_PARAMS
 
 __all__ = ["Step", "step", "rollout", "timing"]
 
@@ -41,7 +46,7 @@ timing = {"forward": 0.0, "adjoint": 0.0}
 
 
 def _param_width(sim: Simulator, name: str) -> int:
-    return sim.nu if name in ("kp", "kd") else 1
+    return sim.nu if name in ACTUATOR_PARAMS else 1
 
 
 def _apply_params(sim: Simulator, params) -> None:
@@ -56,14 +61,14 @@ def _apply_params(sim: Simulator, params) -> None:
 
 
 class Step(torch.autograd.Function):
-    """(sim, q, v, action, kp, kd, added_base_mass, friction, contact_kn, smooth_k) ->
-    (q_next, v_next, status), the autograd function behind ``moreau.torch.step`` (whose
-    arguments it checks again); parameters may be None or left out."""
+    """(sim, q, v, action, kp, kd, added_base_mass, friction, contact_kn, smooth_k, motor_strength,
+    frictionloss_scale) -> (q_next, v_next, status), the autograd function behind
+    ``moreau.torch.step`` (whose arguments it checks again); parameters may be None or left out."""
 
     @staticmethod
     def forward(ctx, sim: Simulator, q, v, action, *params):
         q, v, action, params = _step_inputs("moreau.torch.Step", sim, q, v, action, params)
-        named = [(n, p) for n, p in zip(GRAD_PARAMS, params) if p is not None]
+        named = [(n, p) for n, p in zip(STEP_PARAMS, params) if p is not None]
         _apply_params(sim, named)
         q_out = empty_field_major(sim.n_env, sim.nq, dtype=sim.dtype, device=sim.device)
         v_out = empty_field_major(sim.n_env, sim.nv, dtype=sim.dtype, device=sim.device)
@@ -108,7 +113,7 @@ class Step(torch.autograd.Function):
                gq if ctx.needs_input_grad[1] else None,
                gv if ctx.needs_input_grad[2] else None,
                gu if ctx.needs_input_grad[3] else None]
-        out += [param_grads.get(name) for name in GRAD_PARAMS]
+        out += [param_grads.get(name) for name in STEP_PARAMS]
         return tuple(out)
 
 
@@ -122,33 +127,36 @@ def _check_param(fn: str, sim: Simulator, name: str, value) -> Optional[torch.Te
 
 
 def _step_inputs(fn: str, sim: Simulator, q, v, action, params):
-    """q, v, action and the per-environment parameters (GRAD_PARAMS' order, None where not
+    """q, v, action and the per-environment parameters (STEP_PARAMS' order, None where not
     given) checked, field-major and (parameters) of shape (n_env, width)."""
     if not isinstance(sim, Simulator):
         fail(fn, "sim", "type", "a moreau.Simulator", type(sim).__name__)
-    if len(params) > len(GRAD_PARAMS):
-        fail(fn, "params", "count", f"at most {len(GRAD_PARAMS)} ({', '.join(GRAD_PARAMS)})", len(params))
-    params = list(params) + [None] * (len(GRAD_PARAMS) - len(params))
+    if len(params) > len(STEP_PARAMS):
+        fail(fn, "params", "count", f"at most {len(STEP_PARAMS)} ({', '.join(STEP_PARAMS)})", len(params))
+    params = list(params) + [None] * (len(STEP_PARAMS) - len(params))
     return (sim._input(fn, "q", q, sim.nq), sim._input(fn, "v", v, sim.nv), sim._input(fn, "action", action, sim.nu),
-            [_check_param(fn, sim, name, value) for name, value in zip(GRAD_PARAMS, params)])
+            [_check_param(fn, sim, name, value) for name, value in zip(STEP_PARAMS, params)])
 
 
 def step(sim: Simulator, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor, *,
          kp: Optional[torch.Tensor] = None, kd: Optional[torch.Tensor] = None,
          added_base_mass: Optional[torch.Tensor] = None, friction: Optional[torch.Tensor] = None,
          contact_kn: Optional[torch.Tensor] = None, smooth_k: Optional[torch.Tensor] = None,
+         motor_strength: Optional[torch.Tensor] = None, frictionloss_scale: Optional[torch.Tensor] = None,
          return_status: bool = False):
     """One differentiable control step: returns (q_next, v_next), or (q_next, v_next, status)
     with ``return_status`` (status: (n_env, 1) int32 bits, moreau.STATUS_*).
 
     q (n_env, nq), v (n_env, nv), action (n_env, nu): on ``sim.device``, dtype ``sim.dtype``.
     kp, kd (n_env, nu); added_base_mass, friction, contact_kn, smooth_k (n_env,) or (n_env, 1):
-    optional per-environment parameters whose gradients are returned by autograd."""
+    optional per-environment parameters whose gradients are returned by autograd;
+    motor_strength (n_env, nu), frictionloss_scale (n_env,): per-environment parameters without a
+    gradient (the backward uses the forward's values)."""
     fn = "moreau.torch.step"
     return_status = as_bool(fn, "return_status", return_status)
     given = dict(kp=kp, kd=kd, added_base_mass=added_base_mass, friction=friction, contact_kn=contact_kn,
-                 smooth_k=smooth_k)
-    q, v, action, params = _step_inputs(fn, sim, q, v, action, [given[name] for name in GRAD_PARAMS])
+                 smooth_k=smooth_k, motor_strength=motor_strength, frictionloss_scale=frictionloss_scale)
+    q, v, action, params = _step_inputs(fn, sim, q, v, action, [given[name] for name in STEP_PARAMS])
     q_out, v_out, status = Step.apply(sim, q, v, action, *params)
     return (q_out, v_out, status) if return_status else (q_out, v_out)
 

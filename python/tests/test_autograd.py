@@ -139,6 +139,25 @@ def test_unused_output_and_parameters_restored(gen):
     torch.testing.assert_close(kp.grad, g_kp, rtol=0, atol=0)
 
 
+def test_fixed_parameters_of_the_forward_serve_the_backward(gen):
+    # motor_strength and frictionloss_scale take no gradient: the backward re-applies the forward's
+    sim = anymal("none")
+    q, v, a = airborne_anymal(sim, gen)
+    strength = torch.tensor([[0.5] * sim.nu, [1.2] * sim.nu], dtype=torch.float64)
+    qi = q.clone().requires_grad_()
+    q1, v1 = mt.step(sim, qi, v, a, motor_strength=strength, frictionloss_scale=torch.ones(2, dtype=torch.float64))
+    sim.set_param("motor_strength", torch.ones(sim.nu))  # changed between the forward and the backward
+    v1.sum().backward()
+    g = qi.grad.clone()
+    qi.grad = None
+    q1b, v1b = mt.step(sim, qi, v, a, motor_strength=strength)
+    v1b.sum().backward()
+    torch.testing.assert_close(qi.grad, g, rtol=0, atol=0)
+    # and they act: a weaker drive moves the joints differently
+    q1c, v1c = mt.step(sim, q, v, a, motor_strength=torch.ones(2, sim.nu, dtype=torch.float64))
+    assert not torch.allclose(v1c, v1.detach())
+
+
 @needs_cuda
 def test_cuda_step_matches_cpu(gen):
     cpu = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=8, contact="hard")

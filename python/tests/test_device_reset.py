@@ -134,7 +134,7 @@ def spied(sim):
 
 
 VALID = {"kp": 12.5, "kd": 0.7, "added_base_mass": 2.5, "friction": 0.4, "contact_kn": 3e4, "contact_kd": 50.0,
-         "contact_zeta": 0.8, "smooth_k": 250.0, "smooth_gmax": 0.03}
+         "contact_zeta": 0.8, "smooth_k": 250.0, "smooth_gmax": 0.03, "motor_strength": 0.9, "frictionloss_scale": 1.5}
 
 
 def test_every_parameter_is_known_here():
@@ -151,7 +151,7 @@ def test_device_writes_equal_host_writes(device, dtype):
     dev, host = (spied(moreau.Simulator(ANYMAL, n_env=n, device=device, dtype=dtype)) for _ in range(2))
     gen = torch.Generator().manual_seed(3)
     for name, value in VALID.items():
-        width = dev.nu if name in ("kp", "kd") else 1
+        width = dev.nu if name in ("kp", "kd", "motor_strength") else 1
         for rows in (1, n):  # the default len 1, then len n_env (set once through the host)
             if rows == n:
                 per_env = torch.full((n, width), value, dtype=torch.float64)
@@ -179,7 +179,7 @@ def test_device_path_rejects_what_the_host_path_rejects():
     probes = [float("nan"), float("inf"), -float("inf"), -1.0, -1e-12, 0.0, 1e-12, 1.0, -base, -base + 1e-9,
               -base - 1e-9]
     for name in VALID:
-        width = sim.nu if name in ("kp", "kd") else 1
+        width = sim.nu if name in ("kp", "kd", "motor_strength") else 1
         for x in probes:
             values = torch.full((1, width), x, dtype=torch.float64)
             values[0, -1] = VALID[name]  # one bad element among good ones is enough

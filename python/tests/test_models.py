@@ -106,17 +106,32 @@ PLANE_BELOW = """<mujoco><worldbody><geom type="plane" pos="0 0 -1" size="5 5 0.
 """
 
 
+BALL_RANGE = """<mujoco><compiler autolimits="true"/><worldbody><body name="a">
+  <joint name="ball" type="ball" range="0 40"/><geom size="0.1"/></body></worldbody></mujoco>
+"""
+
+
 def test_what_moreau_does_not_simulate_is_a_python_warning(tmp_path):
-    # a floor plane at z = -1 (moreau's ground is z = 0) and a joint limit it does not enforce
+    # a floor plane at z = -1 (moreau's ground is z = 0) and a ball joint's range (a cone moreau
+    # does not enforce)
     path = tmp_path / "plane.xml"
     path.write_text(PLANE_BELOW)
     with pytest.warns(moreau.ModelWarning, match=r"plane\.xml:1: geom: a ground plane that is not z = 0"):
         m = moreau.load_model(path)
     with pytest.warns(moreau.ModelWarning, match="not z = 0"):
         moreau.load_mjcf(path)
-    with pytest.warns(moreau.ModelWarning, match="position limits, stored but not enforced"):
-        u = moreau.load_urdf("arm.urdf", text=URDF)
-    assert len(m.warnings) == 1 and any("not enforced" in w for w in u.warnings)
+    with pytest.warns(moreau.ModelWarning, match="a ball joint's range is stored but not enforced"):
+        b = moreau.load_mjcf("ball.xml", text=BALL_RANGE)
+    assert len(m.warnings) == 1 and len(b.warnings) == 1
+
+
+def test_joint_limits_and_friction_loss_are_read(recwarn):
+    # the URDF's revolute limit and the MJCF's frictionloss are simulated: no warning
+    u = moreau.load_urdf("arm.urdf", text=URDF)
+    assert list(u.jnt_limited) == [0, 1] and list(u.jnt_range)[2:] == [-3, 3]  # the free base, the shoulder
+    s = moreau.load_mjcf("f.xml", text=MJCF.replace('axis="0 1 0"', 'axis="0 1 0" frictionloss="0.3"'))
+    assert list(s.dof_frictionloss) == [0.3]
+    assert not [w for w in recwarn if issubclass(w.category, moreau.ModelWarning)]
 
 
 def test_a_robot_moreau_simulates_as_written_loads_without_warnings(recwarn):
