@@ -232,6 +232,41 @@ def test_randomisation_per_env():
     assert torch.equal(off.friction, torch.ones(4)) and torch.equal(off.added_base_mass, torch.zeros(4))
 
 
+def test_transfer_preset_drives_and_their_randomisation():
+    from moreau.tasks.presets import preset_kwargs
+    e = env_(64, push_robots=False, **preset_kwargs("trot_transfer"))
+    m = e.sim.model
+    assert list(m.dof_damping[6:]) == [0.5] * 12 and list(m.dof_frictionloss[6:]) == [0.1] * 12
+    assert list(m.dof_damping[:6]) == [0.0] * 6 and list(m.dof_frictionloss[:6]) == [0.0] * 6
+    assert (e.frictionloss_scale >= 0).all() and (e.frictionloss_scale <= 2).all() and e.frictionloss_scale.std() > 0.3
+    assert (e.motor_strength >= 0.9).all() and (e.motor_strength <= 1.1).all() and e.motor_strength.std() > 0.03
+    with torch.no_grad():
+        e.step(torch.zeros(64, 12))
+    assert torch.allclose(e.sim.param("frictionloss_scale")[:, 0], e.frictionloss_scale)
+    assert torch.allclose(e.sim.param("motor_strength"), e.motor_strength)
+    assert "feet_separation" in e.episode_terms
+
+
+def test_feet_separation_penalises_crossed_legs(env):
+    # nominal stance: the left feet ~0.4 m left of the right ones, no penalty; abducting the
+    # right legs and adducting the left ones brings them together and past each other
+    q = env.q0.repeat(2, 1).clone()
+    hip = [7, 10, 13, 16]  # LF, RF, LH, RH HAA
+    q[1, hip[0]], q[1, hip[2]] = -0.7, -0.7  # left feet towards the right
+    q[1, hip[1]], q[1, hip[3]] = 0.7, 0.7
+    w = dict(env.reward_weights, feet_separation=-1.0)
+    env.reward_weights, saved = w, env.reward_weights
+    try:
+        q.requires_grad_()
+        terms = env.foot_terms(q.detach(), q, torch.zeros(2, 3), torch.zeros(2), None)
+    finally:
+        env.reward_weights = saved
+    sep = terms["feet_separation"]
+    assert sep[0] == 0 and sep[1] > 0.01
+    sep[1].backward()
+    assert q.grad[1, hip].abs().min() > 0
+
+
 def test_pushes():
     """Twin envs with the same seed, one with a push every 2 control steps: after step 2 their
     states differ exactly by a planar base velocity within ±0.5 m/s."""

@@ -19,7 +19,9 @@ settings, and both side by side.
 
 The robot: by default ``moreau.export_mjcf`` of the task's model with a ground plane; the
 exported contact spheres (the feet) collide with it (condim 3, elliptic cone, MuJoCo's default
-solver and soft-contact parameters), joint limits off (moreau has none). With ``--mjcf FILE`` a
+solver and soft-contact parameters), with the model's joint limits, damping and friction loss
+(MuJoCo's soft limit and friction-loss constraints; the task's per-environment friction-loss
+scale and motor strength are not drawn there: MuJoCo runs the nominal drives). With ``--mjcf FILE`` a
 user's MJCF as it is, except: ``<mesh>`` assets and mesh geoms are dropped (visual only; MuJoCo
 refuses a missing mesh file), actuators become motors driven by the task's PD torques, and a
 ground plane is added when the file has none. Joints are mapped to moreau's order by name; the
@@ -235,7 +237,6 @@ class MujocoLocomotion:
                     m.geom_condim[k] = 3
                     m.geom_friction[k, 0] = 1.0
             m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-            m.jnt_limited[:] = 0
         return m
 
     # ---- state ---------------------------------------------------------------------------

@@ -40,7 +40,10 @@ foot clearances c_j (sphere bottom above the ground) from moreau.kinematics at t
 ``feet_height`` Σ_j (c_j − ``foot_height_apex`` · max(0, sin 2πφ_j))² (swing-foot height
 tracking; needs the gait clock), ``foot_slip`` Σ_j [c_j < ``foot_contact_height``] ·
 |Δx_j,xy / dt|² (planar foot speed while in contact), ``feet_air_time`` legged_gym's
-Σ_j (t_air,j − ``feet_air_time_target``) at each touchdown, only when |cmd_xy| > 0.1.
+Σ_j (t_air,j − ``feet_air_time_target``) at each touchdown, only when |cmd_xy| > 0.1,
+``feet_separation`` Σ_pairs max(0, ``feet_separation_min`` − (y_L − y_R))² over the pairs
+(LF, RF) and (LH, RH), y the feet's lateral position in the base frame (a left foot nearing or
+crossing its partner: legs that would hit each other, which moreau's contact does not simulate).
 All but ``termination`` and ``feet_air_time`` are differentiable w.r.t. the actions and the
 state (moreau.torch.step, and the kinematics in torch); those two are counts of events.
 
@@ -71,10 +74,14 @@ a new command is then drawn from the ranges in every sampling, and the fixed one
 where the scale is 0. Without the gate the schedule depends on the step count alone and stays
 in Python numbers.
 
-Randomisation: friction μ ~ U[``friction_range``] and added base mass ~ U[``added_mass_range``]
-per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
-per-environment parameters (so that the backward of an earlier step still sees the values of
-its forward); pushes add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world
+Drives: ``joint_damping`` and ``joint_frictionloss`` (when set) replace the model's viscous damping
+and friction loss on every leg joint.
+
+Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
+when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
+strength ~ U[``motor_strength_range``] per environment, drawn at construction and at each reset,
+passed to ``moreau.torch.step`` as per-environment parameters (so that the backward of an earlier
+step still sees the values of its forward); pushes add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world
 velocity of every environment every ``push_interval_s`` seconds.
 
 The differentiable state is ``q`` (num_envs, 19), ``v`` (num_envs, 18) and ``last_actions``
@@ -83,6 +90,7 @@ v[3:6] body-frame angular velocity; quaternion (w, x, y, z).
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Dict, Optional, Tuple
@@ -99,8 +107,9 @@ __all__ = ["LocomotionConfig", "Locomotion", "quat_rotate", "quat_rotate_inverse
            "config_to_dict", "config_from_dict"]
 
 REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height",
-                "action_rate", "torques", "dof_acc", "termination", "feet_height", "foot_slip", "feet_air_time")
-FOOT_TERMS = ("feet_height", "foot_slip", "feet_air_time")
+                "action_rate", "torques", "dof_acc", "termination", "feet_height", "foot_slip", "feet_air_time",
+                "feet_separation")
+FOOT_TERMS = ("feet_height", "foot_slip", "feet_air_time", "feet_separation")
 FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
 
 
@@ -113,6 +122,24 @@ def _default_weights() -> Dict[str, float]:
 
 def _default_obs_scales() -> Dict[str, float]:
     return {"lin_vel": 2.0, "ang_vel": 0.25, "dof_pos": 1.0, "dof_vel": 0.05}
+
+
+def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
+    """ANYmal C (assets/robots/anymal_c.json) with the config's joint damping and friction loss
+    on every leg joint where set."""
+    path = moreau.asset("anymal_c.json")
+    if cfg.joint_damping is None and cfg.joint_frictionloss is None:
+        return moreau.load_model(path)
+    with open(path) as f:
+        robot = json.load(f)
+    for body in robot["bodies"]:
+        joint = body.get("joint", {})
+        if joint.get("type") == "revolute":
+            if cfg.joint_damping is not None:
+                joint["damping"] = cfg.joint_damping
+            if cfg.joint_frictionloss is not None:
+                joint["frictionloss"] = cfg.joint_frictionloss
+    return moreau.load_model_from_string(json.dumps(robot), source=path)
 
 
 @dataclass
@@ -134,6 +161,8 @@ class LocomotionConfig:
     kp: float = 80.0
     kd: float = 2.0
     torque_limit: float = 80.0
+    joint_damping: Optional[float] = None       # [N m s/rad] on every leg joint; None: the model's
+    joint_frictionloss: Optional[float] = None  # [N m] on every leg joint; None: the model's
     # rewards
     reward_weights: Dict[str, float] = field(default_factory=_default_weights)
     tracking_sigma: float = 0.25
@@ -149,6 +178,7 @@ class LocomotionConfig:
     foot_height_apex: float = 0.08              # [m] swing apex of the feet_height target
     foot_contact_height: float = 0.01           # [m] clearance below which a foot counts as in contact
     feet_air_time_target: float = 0.5           # [s]
+    feet_separation_min: float = 0.15           # [m] lateral left–right foot distance below which feet_separation acts
     # command curriculum (off while curriculum_command is None)
     curriculum_command: Optional[Tuple[float, float, float]] = None
     curriculum_warmup_samples: float = 0.0
@@ -168,6 +198,10 @@ class LocomotionConfig:
     friction_range: Tuple[float, float] = (0.5, 1.25)
     randomize_base_mass: bool = True
     added_mass_range: Tuple[float, float] = (-5.0, 5.0)
+    randomize_frictionloss: bool = False
+    frictionloss_scale_range: Tuple[float, float] = (0.0, 2.0)
+    randomize_motor_strength: bool = False
+    motor_strength_range: Tuple[float, float] = (0.9, 1.1)
     push_robots: bool = True
     push_interval_s: float = 15.0
     max_push_vel: float = 0.5
@@ -238,7 +272,7 @@ class Locomotion(DiffEnv):
             overrides["reward_weights"] = w
         self.cfg = cfg = replace(cfg, **overrides)
 
-        self.sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=cfg.num_envs, device=cfg.device,
+        self.sim = moreau.Simulator(robot_model(cfg), n_env=cfg.num_envs, device=cfg.device,
                                     dtype=cfg.dtype, contact=cfg.contact, n_threads=cfg.n_threads)
         sim = self.sim
         self.device = sim.device
@@ -287,6 +321,8 @@ class Locomotion(DiffEnv):
         self.commands = torch.zeros(n, 3, **tk)
         self.friction = torch.ones(n, **tk)
         self.added_base_mass = torch.zeros(n, **tk)
+        self.frictionloss_scale = torch.ones(n, **tk)
+        self.motor_strength = torch.ones(n, self.num_actions, **tk)
         # the episode sums of the weighted reward terms (weight · dt each), one row per term
         self.episode_terms = [k for k in REWARD_TERMS if self.reward_weights.get(k, 0.0)]
         scale = self.dt if cfg.scale_rewards_by_dt else 1.0
@@ -387,6 +423,12 @@ class Locomotion(DiffEnv):
             self.friction = torch.where(mask, self._uniform(*c.friction_range, n), self.friction)
         if c.randomize_base_mass:
             self.added_base_mass = torch.where(mask, self._uniform(*c.added_mass_range, n), self.added_base_mass)
+        if c.randomize_frictionloss:
+            self.frictionloss_scale = torch.where(mask, self._uniform(*c.frictionloss_scale_range, n),
+                                                  self.frictionloss_scale)
+        if c.randomize_motor_strength:
+            self.motor_strength = torch.where(mask[:, None], self._uniform(*c.motor_strength_range, n, self.num_actions),
+                                              self.motor_strength)
 
     def _reset_state(self, mask: torch.Tensor, q: torch.Tensor, v: torch.Tensor, last_actions: torch.Tensor):
         """q, v, last_actions with the environments in ``mask`` reset (out of place: the other
@@ -515,7 +557,12 @@ class Locomotion(DiffEnv):
             x1 = self.kinematics.contact_positions(q_next)[:, self.feet]
         clear = x1[..., 2] - r
         zero = torch.zeros(q.shape[0], dtype=q.dtype, device=q.device)
-        out = {"feet_height": zero, "foot_slip": zero, "feet_air_time": zero}
+        out = {"feet_height": zero, "foot_slip": zero, "feet_air_time": zero, "feet_separation": zero}
+        if w.get("feet_separation", 0.0):  # lateral positions in the base frame; FEET = LF, RF, LH, RH
+            rel = x1 - q_next[:, None, 0:3]
+            y = quat_rotate_inverse(q_next[:, None, 3:7].expand(-1, len(FEET), 4), rel)[..., 1]
+            gap = torch.stack([y[:, 0] - y[:, 1], y[:, 2] - y[:, 3]], 1)
+            out["feet_separation"] = ((c.feet_separation_min - gap).clamp_min(0.0) ** 2).sum(1)
         if w.get("feet_height", 0.0):
             target = c.foot_height_apex * torch.sin(2.0 * math.pi * self.foot_phases(phase)).clamp_min(0.0)
             out["feet_height"] = ((clear - target) ** 2).sum(1)
@@ -559,7 +606,8 @@ class Locomotion(DiffEnv):
         actions = actions.to(device=self.device, dtype=self.dtype).clamp(-c.clip_actions, c.clip_actions)
         q, v, last = self.q, self.v, self.last_actions
         q1, v1, status = mt.step(self.sim, q, v, self.targets(actions), friction=self.friction,
-                                 added_base_mass=self.added_base_mass, return_status=True)
+                                 added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
+                                 motor_strength=self.motor_strength, return_status=True)
         self.episode_length_buf = self.episode_length_buf + 1
         self.common_step_counter += 1
         failed, time_out = self.check_termination(q1, v1, status)

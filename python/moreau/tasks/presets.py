@@ -38,6 +38,14 @@ TASK_PRESETS["trot_gated"] = dict(TASK_PRESETS["trot_curriculum"], curriculum_tr
 # trot_curriculum with a 1 M-sample warm-up: SHAC tracks 0.5 m/s within about 1 M samples, and the
 # rest of the 4 M warm-up only delays the ramp (the warmup1m screen of the walk preset)
 TASK_PRESETS["trot_curriculum_1m"] = dict(TASK_PRESETS["trot_curriculum"], curriculum_warmup_samples=1e6)
+# trot_curriculum for transfer to other simulators and robots: drives with viscous damping 0.5 N m s/rad
+# and friction loss 0.1 N m scaled by U[0, 2] per environment, motor strength U[0.9, 1.1] per
+# actuator, and the feet_separation penalty (left and right feet kept at least 15 cm apart
+# laterally, the legs clear of each other)
+TASK_PRESETS["trot_transfer"] = dict(TASK_PRESETS["trot_curriculum"], joint_damping=0.5, joint_frictionloss=0.1,
+                                     randomize_frictionloss=True, frictionloss_scale_range=(0.0, 2.0),
+                                     randomize_motor_strength=True, motor_strength_range=(0.9, 1.1),
+                                     reward_weights={"feet_height": -30.0, "feet_separation": -100.0})
 
 
 def preset_kwargs(preset: Optional[str] = None, overrides: Optional[Dict] = None) -> Dict:
@@ -86,3 +94,6 @@ SHAC_PRESETS: Dict[str, Dict] = {
 }
 SHAC_PRESETS["walk_fast"] = _walk(action_noise=0.3, critic_iterations=4)
 SHAC_PRESETS["walk_fast_1m"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_curriculum_1m")
+# "walk_transfer": walk_fast on trot_transfer (damped drives with friction loss, randomised strength,
+# feet kept apart)
+SHAC_PRESETS["walk_transfer"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_transfer")
