@@ -247,6 +247,21 @@ def test_transfer_preset_drives_and_their_randomisation():
     assert "feet_separation" in e.episode_terms
 
 
+def test_smooth_k_randomisation_and_action_delay():
+    e = env_(64, push_robots=False, contact="smooth", randomize_smooth_k=True, smooth_k_range=(100.0, 1000.0),
+             action_delay_prob=0.5)
+    assert (e.smooth_k >= 100).all() and (e.smooth_k <= 1000).all() and e.smooth_k.std() > 100
+    assert 10 < int(e.action_delay.sum()) < 54
+    a0, a1 = torch.full((64, 12), 0.3), torch.full((64, 12), -0.3)
+    with torch.no_grad():
+        e.step(a0)
+        e.step(a1)
+    assert torch.allclose(e.sim.param("smooth_k")[:, 0], e.smooth_k)
+    # a delayed environment's second step drove the joints to a0's targets, the others to a1's
+    late, now = e.action_delay, ~e.action_delay
+    assert (e.q[late, 7:] - e.q[now, 7:].mean(0)).mean() > 0.01
+
+
 def test_feet_separation_penalises_crossed_legs(env):
     # nominal stance: the left feet ~0.4 m left of the right ones, no penalty; abducting the
     # right legs and adducting the left ones brings them together and past each other

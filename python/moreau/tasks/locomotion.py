@@ -79,9 +79,12 @@ and friction loss on every leg joint.
 
 Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
 when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
-strength ~ U[``motor_strength_range``] per environment, drawn at construction and at each reset,
-passed to ``moreau.torch.step`` as per-environment parameters (so that the backward of an earlier
-step still sees the values of its forward); pushes add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world
+strength ~ U[``motor_strength_range``], the smooth contact's sigmoid scale k ~
+U[``smooth_k_range``] (foot compliance while training through smooth contact) per environment,
+drawn at construction and at each reset, passed to ``moreau.torch.step`` as per-environment
+parameters (so that the backward of an earlier step still sees the values of its forward); with
+probability ``action_delay_prob`` an environment's actions act one control step late (its joint
+targets and the torques term come from the previous action) until its next reset; pushes add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world
 velocity of every environment every ``push_interval_s`` seconds.
 
 The differentiable state is ``q`` (num_envs, 19), ``v`` (num_envs, 18) and ``last_actions``
@@ -202,6 +205,9 @@ class LocomotionConfig:
     frictionloss_scale_range: Tuple[float, float] = (0.0, 2.0)
     randomize_motor_strength: bool = False
     motor_strength_range: Tuple[float, float] = (0.9, 1.1)
+    randomize_smooth_k: bool = False
+    smooth_k_range: Tuple[float, float] = (100.0, 1000.0)  # [1/m]
+    action_delay_prob: float = 0.0
     push_robots: bool = True
     push_interval_s: float = 15.0
     max_push_vel: float = 0.5
@@ -323,6 +329,8 @@ class Locomotion(DiffEnv):
         self.added_base_mass = torch.zeros(n, **tk)
         self.frictionloss_scale = torch.ones(n, **tk)
         self.motor_strength = torch.ones(n, self.num_actions, **tk)
+        self.smooth_k = torch.full((n,), 300.0, **tk)
+        self.action_delay = torch.zeros(n, dtype=torch.bool, device=self.device)
         # the episode sums of the weighted reward terms (weight · dt each), one row per term
         self.episode_terms = [k for k in REWARD_TERMS if self.reward_weights.get(k, 0.0)]
         scale = self.dt if cfg.scale_rewards_by_dt else 1.0
@@ -429,6 +437,10 @@ class Locomotion(DiffEnv):
         if c.randomize_motor_strength:
             self.motor_strength = torch.where(mask[:, None], self._uniform(*c.motor_strength_range, n, self.num_actions),
                                               self.motor_strength)
+        if c.randomize_smooth_k:
+            self.smooth_k = torch.where(mask, self._uniform(*c.smooth_k_range, n), self.smooth_k)
+        if c.action_delay_prob > 0:
+            self.action_delay = torch.where(mask, self._uniform(0.0, 1.0, n) < c.action_delay_prob, self.action_delay)
 
     def _reset_state(self, mask: torch.Tensor, q: torch.Tensor, v: torch.Tensor, last_actions: torch.Tensor):
         """q, v, last_actions with the environments in ``mask`` reset (out of place: the other
@@ -524,11 +536,12 @@ class Locomotion(DiffEnv):
         return tau.clamp(-c.torque_limit, c.torque_limit)
 
     def reward_terms(self, q, v, q_next, v_next, actions, last_actions, commands, failed, phase=None,
-                     touchdown_air_time=None) -> Dict[str, torch.Tensor]:
+                     touchdown_air_time=None, applied=None) -> Dict[str, torch.Tensor]:
         """Unweighted reward terms (num_envs,) of the step (q, v) --actions--> (q_next, v_next);
         ``phase`` (num_envs,): the gait phase at the step's end; ``touchdown_air_time`` (num_envs,
-        4): each foot's air time where it touches down in this step, else 0. The foot terms are
-        computed when one of them has a weight."""
+        4): each foot's air time where it touches down in this step, else 0; ``applied``: the
+        actions the joints received (a delayed environment's previous ones; default ``actions``).
+        The foot terms are computed when one of them has a weight."""
         lin, ang, grav = self.base_quantities(q_next, v_next)
         sig = self.cfg.tracking_sigma
         terms = {
@@ -539,7 +552,7 @@ class Locomotion(DiffEnv):
             "orientation": (grav[:, :2] ** 2).sum(1),
             "base_height": (q_next[:, 2] - self.cfg.base_height_target) ** 2,
             "action_rate": ((actions - last_actions) ** 2).sum(1),
-            "torques": (self.torques(q, v, actions) ** 2).sum(1),
+            "torques": (self.torques(q, v, actions if applied is None else applied) ** 2).sum(1),
             "dof_acc": (((v_next[:, 6:] - v[:, 6:]) / self.dt) ** 2).sum(1),
             "termination": failed.to(self.dtype),
         }
@@ -605,9 +618,11 @@ class Locomotion(DiffEnv):
         c = self.cfg
         actions = actions.to(device=self.device, dtype=self.dtype).clamp(-c.clip_actions, c.clip_actions)
         q, v, last = self.q, self.v, self.last_actions
-        q1, v1, status = mt.step(self.sim, q, v, self.targets(actions), friction=self.friction,
+        applied = torch.where(self.action_delay[:, None], last, actions) if c.action_delay_prob > 0 else actions
+        q1, v1, status = mt.step(self.sim, q, v, self.targets(applied), friction=self.friction,
                                  added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
-                                 motor_strength=self.motor_strength, return_status=True)
+                                 motor_strength=self.motor_strength,
+                                 smooth_k=self.smooth_k if c.randomize_smooth_k else None, return_status=True)
         self.episode_length_buf = self.episode_length_buf + 1
         self.common_step_counter += 1
         failed, time_out = self.check_termination(q1, v1, status)
@@ -621,7 +636,7 @@ class Locomotion(DiffEnv):
                 air = self.feet_air_time + self.dt
                 touchdown = torch.where(contact & (self.feet_air_time > 0), air, torch.zeros_like(air))
                 self.feet_air_time = torch.where(contact, torch.zeros_like(air), air)
-        terms = self.reward_terms(q, v, q1, v1, actions, last, self.commands, failed, phase, touchdown)
+        terms = self.reward_terms(q, v, q1, v1, actions, last, self.commands, failed, phase, touchdown, applied)
         bad = ~(torch.isfinite(q1).all(1) & torch.isfinite(v1).all(1))
         track = terms["tracking_lin_vel"].detach()
         self._advance_curriculum(torch.where(bad, torch.zeros_like(track), track))

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# results/transfer/README.md, end to end and resumable: trains SHAC's "walk_transfer" preset
+# (walk_fast on the trot_transfer task: damped drives with friction loss, friction-loss scale and
+# motor strength randomised per environment, feet_separation) and its ablation without
+# feet_separation, seed 0 each, side by side on one core each (2,500 iterations, about an hour on
+# the 2-core Xeon VM); then, for each, moreau's evaluation protocol under hard contact
+# (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
+# and the policy file and compressed log in results/transfer/NAME/. The shipped policy's table
+# is results/transfer/shipped. Training resumes from the newest checkpoint in runs/ (--resume
+# auto); finished evaluations are kept.
+# Usage: bash scripts/transfer.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=results/transfer
+mkdir -p runs "$out"
+declare -A config=([walk_transfer]='{}' [walk_transfer_nosep]='{"reward_weights": {"feet_separation": 0.0}}')
+train() {
+  local name=$1 run="runs/$1_s0"
+  python3 -m moreau.trainers.shac --preset walk_transfer --task-config "${config[$1]}" --seed 0 --logdir "$run" \
+    --sim-threads 1 --torch-threads 1 --resume auto --no-progress > "$run.out" 2>&1
+}
+for name in "${!config[@]}"; do train "$name" & done
+wait
+for name in walk_transfer walk_transfer_nosep; do
+  run="runs/${name}_s0" dest="$out/$name"
+  mkdir -p "$dest"
+  [ -s "$dest/policy.pt" ] || python3 -m moreau.trainers.checkpoints strip "$run/model_final.pt" "$dest/policy.pt"
+  [ -s "$dest/eval_hard.json" ] || python3 -m moreau.evaluation.evaluate "$dest/policy.pt" --contact hard \
+    --json "$dest/eval_hard.json" --sim-threads 1
+  python3 -c 'import sys; from moreau.trainers.runlog import compress_log; compress_log(sys.argv[1], sys.argv[2])' \
+    "$run/log.csv" "$dest/log.csv.xz"
+  bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
+done
+python3 -m moreau.evaluation.sim2sim_table "$out/shipped" "$out/walk_transfer" "$out/walk_transfer_nosep" --markdown
