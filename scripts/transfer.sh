@@ -6,8 +6,10 @@
 # the 2-core Xeon VM); then, for each, moreau's evaluation protocol under hard contact
 # (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
 # and the policy file and compressed log in results/transfer/NAME/. The shipped policy's table
-# is results/transfer/shipped. Training resumes from the newest checkpoint in runs/ (--resume
-# auto); finished evaluations are kept.
+# is results/transfer/shipped. Each randomisation's effect: every policy evaluated by moreau's
+# protocol with one perturbation of its robot at a time (EFFECTS below; NAME/effects/*.json).
+# Training resumes from the newest checkpoint in runs/ (--resume auto); finished evaluations are
+# kept.
 # Usage: bash scripts/transfer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +33,20 @@ for name in walk_transfer walk_transfer_nosep; do
     "$run/log.csv" "$dest/log.csv.xz"
   bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
 done
+# one perturbation at a time, moreau's protocol under hard contact
+declare -A effects=([nominal]='{}'
+  [damping_0.5]='{"joint_damping": 0.5}'
+  [frictionloss_0.1x]='{"joint_frictionloss": 0.1, "randomize_frictionloss": true, "frictionloss_scale_range": [0.0, 2.0]}'
+  [menagerie_drives]='{"joint_damping": 1.0, "joint_frictionloss": 0.1, "randomize_frictionloss": false}'
+  [motor_strength]='{"randomize_motor_strength": true, "motor_strength_range": [0.9, 1.1]}'
+  [action_delay]='{"action_delay_prob": 0.5}')
+for name in shipped walk_transfer walk_transfer_nosep; do
+  policy="$out/$name/policy.pt"
+  [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
+  mkdir -p "$out/$name/effects"
+  for e in "${!effects[@]}"; do
+    [ -s "$out/$name/effects/$e.json" ] || python3 -m moreau.evaluation.evaluate "$policy" --contact hard --sim-threads 1       --plot none --task-config "${effects[$e]}" --json "$out/$name/effects/$e.json" > /dev/null
+  done
+done
 python3 -m moreau.evaluation.sim2sim_table "$out/shipped" "$out/walk_transfer" "$out/walk_transfer_nosep" --markdown
+python3 -m moreau.evaluation.sim2sim_table --effects "$out/shipped" "$out/walk_transfer" "$out/walk_transfer_nosep" --markdown

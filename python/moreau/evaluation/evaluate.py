@@ -88,11 +88,13 @@ def evaluate(env, policy: Callable[[torch.Tensor], torch.Tensor], seconds: float
 
 def eval_env(checkpoint_meta: Dict, task: str, num_envs: int, contact: Optional[str], device="cpu", seed: int = 1,
              sim_threads: int = 0, command=None, friction=None, added_mass=None, push_vel=None, push_interval=None,
-             push: bool = True):
+             push: bool = True, task_config: Optional[Dict] = None):
     """The evaluation task of a checkpoint (its task configuration, curriculum off) with the
-    overrides of the command line."""
+    overrides of the command line; ``task_config``: task options over the checkpoint's (a robot or
+    randomisation the policy was not trained with)."""
 
     cfg = dict(checkpoint_meta.get("task_config") or {})
+    cfg.update(task_config or {})
     kw: Dict = {}
     if task == "locomotion":
         cfg["curriculum_command"] = None
@@ -137,6 +139,8 @@ def main(argv=None) -> int:
     p.add_argument("--push-vel", type=float, default=None, help="largest push [m/s] (default: the task's)")
     p.add_argument("--push-interval", type=float, default=None, help="seconds between pushes (default: the task's)")
     p.add_argument("--no-push", action="store_true", help="no pushes")
+    p.add_argument("--task-config", default=None, metavar="JSON",
+                   help="task options over the checkpoint's, e.g. '{\"joint_damping\": 0.5}'")
     p.add_argument("--plot", default=None, help="PNG path (locomotion); default <checkpoint>_<contact>.png; 'none': no plot")
     p.add_argument("--json", default=None, metavar="PATH", help="write the metrics as JSON to PATH ('-': stdout)")
     p.add_argument("--video", default=None, metavar="PATH", help="a .gif (or .mp4 with ffmpeg) of the first "
@@ -159,7 +163,8 @@ def main(argv=None) -> int:
     contact = a.contact or ("hard" if task == "locomotion" else None)
     env = eval_env(meta, task, a.num_envs, contact, device=a.device, seed=a.seed, sim_threads=a.sim_threads,
                    command=a.command, friction=a.friction, added_mass=a.added_mass, push_vel=a.push_vel,
-                   push_interval=a.push_interval, push=not a.no_push)
+                   push_interval=a.push_interval, push=not a.no_push,
+                   task_config=json.loads(a.task_config) if a.task_config else None)
     if env.num_obs != meta["num_obs"] or env.num_actions != meta["num_actions"]:
         raise SystemExit(f"moreau.evaluation.evaluate: the checkpoint's policy has {meta['num_obs']} observations "
                          f"and {meta['num_actions']} actions; task {task} has {env.num_obs} and "
@@ -178,7 +183,8 @@ def main(argv=None) -> int:
     res.update(task=task, contact=contact or "none", checkpoint=a.checkpoint, trained_contact=meta.get("contact"),
                iteration=policy.meta.get("iteration"), env_steps_trained=policy.meta.get("env_steps"),
                seed=a.seed, command=a.command, friction=a.friction, added_mass=a.added_mass,
-               pushes=(not a.no_push) if task == "locomotion" else None, policy="stand" if a.stand else "checkpoint")
+               pushes=(not a.no_push) if task == "locomotion" else None, policy="stand" if a.stand else "checkpoint",
+               task_config_overrides=json.loads(a.task_config) if a.task_config else None)
     if a.json:
         text = json.dumps(res, indent=2)
         if a.json == "-":

@@ -6,7 +6,9 @@ Each folder holds ``exported.json`` (moreau.evaluation.mujoco on moreau's export
 robot, with moreau's own evaluation beside it), ``menagerie_no_push.json`` and
 ``menagerie_push.json`` (the Menagerie's ANYmal C as it is, without and with pushes). One row per
 folder: planar velocity error [m/s], yaw-rate error [rad/s] and falls per minute of each column,
-and the robot-minutes behind each; ``--markdown`` prints a Markdown table.
+and the robot-minutes behind each; ``--markdown`` prints a Markdown table. With ``--effects``, the
+table of each folder's ``effects/*.json`` instead (moreau.evaluation.evaluate with one
+perturbation of the robot each: scripts/transfer.sh).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import json
 import os
 from typing import Dict, List
 
-__all__ = ["COLUMNS", "read_row", "format_rows", "main"]
+__all__ = ["COLUMNS", "read_row", "read_effects", "format_rows", "main"]
 
 # (title, file, which simulator's metrics)
 COLUMNS = (("moreau, hard", "exported.json", "moreau"), ("MuJoCo, moreau's export", "exported.json", "mujoco"),
@@ -41,8 +43,20 @@ def read_row(folder: str) -> Dict:
     return row
 
 
-def format_rows(rows: Dict[str, Dict], markdown: bool = False) -> str:
-    titles = [t for t, _, _ in COLUMNS]
+def read_effects(folder: str) -> Dict:
+    """{perturbation: (planar error, yaw-rate error, falls per minute, robot-minutes)} of a
+    folder's effects/*.json."""
+    row = {}
+    for name in sorted(os.listdir(os.path.join(folder, "effects"))):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, "effects", name)) as f:
+                m = json.load(f)
+            row[name[:-5]] = (m["lin_vel_error"], m["yaw_rate_error"], m["falls_per_minute"], m["num_envs"] * m["seconds"] / 60)
+    return row
+
+
+def format_rows(rows: Dict[str, Dict], markdown: bool = False, titles: List[str] = None) -> str:
+    titles = titles or [t for t, _, _ in COLUMNS]
     cell = lambda c: "–" if c is None else f"{c[0]:.3f}, {c[1]:.3f}, {c[2]:.2f}"
     if markdown:
         lines = ["| policy | " + " | ".join(titles) + " |", "|---|" + "---|" * len(titles)]
@@ -60,8 +74,12 @@ def main(argv: List[str] = None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m moreau.evaluation.sim2sim_table", description=__doc__.split("\n")[0])
     p.add_argument("folders", nargs="+")
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--effects", action="store_true", help="the folders' effects/*.json instead")
     a = p.parse_args(argv)
-    print(format_rows({f.rstrip("/"): read_row(f) for f in a.folders}, a.markdown))
+    read = read_effects if a.effects else read_row
+    rows = {f.rstrip("/"): read(f) for f in a.folders}
+    titles = sorted({t for r in rows.values() for t in r}) if a.effects else None
+    print(format_rows(rows, a.markdown, titles))
     return 0
 
 
