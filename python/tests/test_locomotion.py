@@ -262,6 +262,24 @@ def test_smooth_k_randomisation_and_action_delay():
     assert (e.q[late, 7:] - e.q[now, 7:].mean(0)).mean() > 0.01
 
 
+def test_knee_contacts_end_the_episode():
+    e = env_(2, push_robots=False, knee_contacts=True)
+    names = list(e.sim.model.con_name)
+    assert [n for n in names if n.endswith("_KNEE")] == ["LF_KNEE", "RF_KNEE", "LH_KNEE", "RH_KNEE"]
+    q = e.q0.repeat(2, 1).clone()
+    v = torch.zeros(2, 18)
+    failed, _ = e.check_termination(q, v)
+    assert not failed.any()
+    # env 1 kneels: base lowered until the knees are 1 cm into the ground, the base still above
+    # base_height_limit and level
+    clear = e.kinematics.contact_clearance(q)[1, e.knees].min()
+    q[1, 2] -= clear + 0.01
+    assert q[1, 2] > e.cfg.base_height_limit
+    failed, _ = e.check_termination(q, v)
+    assert failed.tolist() == [False, True]
+    assert not env_(2, push_robots=False).knees.numel()
+
+
 def test_feet_separation_penalises_crossed_legs(env):
     # nominal stance: the left feet ~0.4 m left of the right ones, no penalty; abducting the
     # right legs and adducting the left ones brings them together and past each other

@@ -48,7 +48,9 @@ All but ``termination`` and ``feet_air_time`` are differentiable w.r.t. the acti
 state (moreau.torch.step, and the kinematics in torch); those two are counts of events.
 
 Termination: base height below ``base_height_limit`` (the stand-in for base contact: only the
-feet have contact geometry), tilt (angle of the base z axis from the vertical) above
+feet have contact geometry), with ``knee_contacts`` a knee touching the ground (legged_gym's
+forbidden contacts: a sphere of radius 5 cm at each thigh's knee end, the Menagerie's knee
+cylinder, simulated like the feet), tilt (angle of the base z axis from the vertical) above
 ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
 (``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
 pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
@@ -129,13 +131,17 @@ def _default_obs_scales() -> Dict[str, float]:
 
 def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     """ANYmal C (assets/robots/anymal_c.json) with the config's joint damping and friction loss
-    on every leg joint where set."""
+    on every leg joint where set, and its knee spheres with ``knee_contacts``."""
     path = moreau.asset("anymal_c.json")
-    if cfg.joint_damping is None and cfg.joint_frictionloss is None:
+    if cfg.joint_damping is None and cfg.joint_frictionloss is None and not cfg.knee_contacts:
         return moreau.load_model(path)
     with open(path) as f:
         robot = json.load(f)
     for body in robot["bodies"]:
+        if cfg.knee_contacts and body["name"].endswith("_THIGH"):
+            leg = body["name"][:2]
+            body.setdefault("contacts", []).append({"type": "sphere", "name": f"{leg}_KNEE", "pos": [0.0303, 0.0, -0.285],
+                                                    "radius": 0.05})
         joint = body.get("joint", {})
         if joint.get("type") == "revolute":
             if cfg.joint_damping is not None:
@@ -191,6 +197,7 @@ class LocomotionConfig:
     curriculum_window_s: float = 2.0            # [s] time constant of the tracking average r̄
     # termination
     base_height_limit: float = 0.25
+    knee_contacts: bool = False                 # knee spheres on the thighs; a knee on the ground is a failure
     max_tilt: float = 1.0                       # rad
     # resets
     init_base_height: float = 0.6
@@ -307,6 +314,8 @@ class Locomotion(DiffEnv):
             raise ValueError(f"Locomotion: gait_offsets: expected {len(FEET)} values (LF, RF, LH, RH), "
                              f"got {len(cfg.gait_offsets)}")
         self.feet = torch.tensor([m.con_name.index(f) for f in FEET], device=self.device)
+        self.knees = torch.tensor([k for k, name in enumerate(m.con_name) if name.endswith("_KNEE")], dtype=torch.long,
+                                  device=self.device)
         self.kinematics = Kinematics(m, **tk)
         self.gait_offsets = torch.tensor(cfg.gait_offsets, **tk)
         self.use_feet = any(self.reward_weights.get(k, 0.0) for k in FOOT_TERMS)
@@ -607,6 +616,8 @@ class Locomotion(DiffEnv):
         _, _, grav = self.base_quantities(q, v)
         tilt = torch.acos((-grav[:, 2]).clamp(-1.0, 1.0))
         failed = (q[:, 2] < self.cfg.base_height_limit) | (tilt > self.cfg.max_tilt)
+        if len(self.knees):
+            failed = failed | (self.kinematics.contact_clearance(q)[:, self.knees] < 0).any(1)
         if status is not None:
             failed = failed | ((status[:, 0] & moreau.STATUS_FATAL) != 0)
         failed = failed | ~torch.isfinite(q).all(1) | ~torch.isfinite(v).all(1)
