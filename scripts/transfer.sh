@@ -39,7 +39,9 @@ declare -A effects=([nominal]='{}'
   [frictionloss_0.1x]='{"joint_frictionloss": 0.1, "randomize_frictionloss": true, "frictionloss_scale_range": [0.0, 2.0]}'
   [menagerie_drives]='{"joint_damping": 1.0, "joint_frictionloss": 0.1, "randomize_frictionloss": false}'
   [motor_strength]='{"randomize_motor_strength": true, "motor_strength_range": [0.9, 1.1]}'
-  [action_delay]='{"action_delay_prob": 0.5}')
+  [action_delay]='{"action_delay_prob": 0.5}'
+  [torque_speed_8]='{"drive_max_velocity": 8.0}'
+  [knee_contacts]='{"knee_contacts": true}')
 for name in shipped walk_transfer walk_transfer_nosep; do
   policy="$out/$name/policy.pt"
   [ "$name" = shipped ] && policy=results/shac_walk/policy.pt

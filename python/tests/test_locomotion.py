@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+import moreau.torch as mt
 from moreau.tasks import DiffEnv, make
 from moreau.tasks.locomotion import FOOT_TERMS, REWARD_TERMS, Locomotion, quat_rotate, quat_rotate_inverse
 
@@ -260,6 +261,23 @@ def test_smooth_k_randomisation_and_action_delay():
     # a delayed environment's second step drove the joints to a0's targets, the others to a1's
     late, now = e.action_delay, ~e.action_delay
     assert (e.q[late, 7:] - e.q[now, 7:].mean(0)).mean() > 0.01
+
+
+def test_drive_torque_speed_line():
+    # a joint moving at half the zero-torque speed gets at most half the torque limit
+    fast = env_(1, push_robots=False, drive_max_velocity=8.0, randomize_base_mass=False)
+    plain = env_(1, push_robots=False, randomize_base_mass=False)
+    outs = []
+    for e in (fast, plain):
+        q = e.q0[None].clone()
+        q[0, 2] += 1.0  # in the air
+        v = torch.zeros(1, 18)
+        v[0, 6] = 4.0  # LF_HAA at 4 rad/s
+        target = e.default_dof_pos[None].clone()
+        target[0, 0] += 2.0  # pulls it along at the torque limit
+        q1, v1 = mt.step(e.sim, q, v, target)
+        outs.append(v1[0, 6])
+    assert outs[0] < outs[1] - 0.05  # the line cut the torque
 
 
 def test_knee_contacts_end_the_episode():

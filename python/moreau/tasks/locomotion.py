@@ -77,7 +77,9 @@ where the scale is 0. Without the gate the schedule depends on the step count al
 in Python numbers.
 
 Drives: ``joint_damping`` and ``joint_frictionloss`` (when set) replace the model's viscous damping
-and friction loss on every leg joint.
+and friction loss on every leg joint; ``drive_max_velocity`` (when set) gives every actuator a
+torque–speed line, the torque bound falling from ``torque_limit`` at rest to 0 at that joint
+speed.
 
 Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
 when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
@@ -131,12 +133,17 @@ def _default_obs_scales() -> Dict[str, float]:
 
 def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     """ANYmal C (assets/robots/anymal_c.json) with the config's joint damping and friction loss
-    on every leg joint where set, and its knee spheres with ``knee_contacts``."""
+    on every leg joint where set, its drives' torque–speed line with ``drive_max_velocity``, and its
+    knee spheres with ``knee_contacts``."""
     path = moreau.asset("anymal_c.json")
-    if cfg.joint_damping is None and cfg.joint_frictionloss is None and not cfg.knee_contacts:
+    if cfg.joint_damping is None and cfg.joint_frictionloss is None and not cfg.knee_contacts and \
+            cfg.drive_max_velocity is None:
         return moreau.load_model(path)
     with open(path) as f:
         robot = json.load(f)
+    if cfg.drive_max_velocity is not None:
+        for actuator in robot["actuators"]:
+            actuator["velocity_limit"] = {"peak_force": cfg.torque_limit, "max_velocity": cfg.drive_max_velocity}
     for body in robot["bodies"]:
         if cfg.knee_contacts and body["name"].endswith("_THIGH"):
             leg = body["name"][:2]
@@ -172,6 +179,7 @@ class LocomotionConfig:
     torque_limit: float = 80.0
     joint_damping: Optional[float] = None       # [N m s/rad] on every leg joint; None: the model's
     joint_frictionloss: Optional[float] = None  # [N m] on every leg joint; None: the model's
+    drive_max_velocity: Optional[float] = None  # [rad/s] torque–speed line's zero-torque speed; None: none
     # rewards
     reward_weights: Dict[str, float] = field(default_factory=_default_weights)
     tracking_sigma: float = 0.25
