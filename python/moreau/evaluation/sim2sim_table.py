@@ -77,7 +77,7 @@ def main(argv: List[str] = None) -> int:
     p.add_argument("--effects", action="store_true", help="the folders' effects/*.json instead")
     a = p.parse_args(argv)
     read = read_effects if a.effects else read_row
-    rows = {f.rstrip("/"): read(f) for f in a.folders}
+    rows = {os.path.basename(f.rstrip("/")): read(f) for f in a.folders}
     titles = sorted({t for r in rows.values() for t in r}) if a.effects else None
     print(format_rows(rows, a.markdown, titles))
     return 0
