@@ -324,6 +324,15 @@ MOREAU_HD void contact_velocity(const S* v, ContactScratch<S, D>& cs) {
   for (int r = 0; r < solve_rows(cs); ++r) cs.c[r] = chain_dot(cs, row_block(cs, r), cs.J + r * D::kChain, v);
 }
 
+// g[3 x + y] = Σ_{t < shared} Yi[x C + t] Yj[y C + t]: the sums of an SI x SJ block of G in one pass
+// over the dofs two chains share.
+template <int SI, int SJ, class S, int C>
+MOREAU_HD void block_sums(const S* Yi, const S* Yj, int shared, S* g) {
+  for (int t = 0; t < shared; ++t)
+    for (int x = 0; x < SI; ++x)
+      for (int y = 0; y < SJ; ++y) g[3 * x + y] += Yi[x * C + t] * Yj[y * C + t];
+}
+
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
 // adjoint); c = J v. Rows live on their block's chain, so G_rs sums over the chains' shared
 // root-first prefix (between two legs, the base's dofs), in increasing dof order as the dense
@@ -349,15 +358,17 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
       int shared = 0;
       while (shared < lim && di[shared] == dj[shared]) ++shared;
       const int ri = block_row(cs, i), rj = block_row(cs, j), si = block_size(cs, i), sj = block_size(cs, j);
-      // the block G_ij (3 x 3 between contacts), its sums in one pass over the shared dofs
+      // the block G_ij (3 x 3 between contacts, 1 x 1 between joint rows)
       const S *Yi = Y + ri * C, *Yj = Y + rj * C;
       S g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-      for (int t = 0; t < shared; ++t) {
-        const S a[3] = {Yi[t], si == 3 ? Yi[C + t] : S(0), si == 3 ? Yi[2 * C + t] : S(0)};
-        const S b[3] = {Yj[t], sj == 3 ? Yj[C + t] : S(0), sj == 3 ? Yj[2 * C + t] : S(0)};
-        for (int x = 0; x < 3; ++x)
-          for (int y = 0; y < 3; ++y) g[3 * x + y] += a[x] * b[y];
-      }
+      if (si == 3 && sj == 3)
+        block_sums<3, 3, S, C>(Yi, Yj, shared, g);
+      else if (si == 3)
+        block_sums<3, 1, S, C>(Yi, Yj, shared, g);
+      else if (sj == 3)
+        block_sums<1, 3, S, C>(Yi, Yj, shared, g);
+      else
+        block_sums<1, 1, S, C>(Yi, Yj, shared, g);
       for (int x = 0; x < si; ++x)
         for (int y = 0; y < sj; ++y) cs.G[(ri + x) * nr + rj + y] = cs.G[(rj + y) * nr + ri + x] = g[3 * x + y];
     }
