@@ -28,7 +28,7 @@ for name in walk_transfer walk_transfer_nosep; do
   mkdir -p "$dest"
   [ -s "$dest/policy.pt" ] || python3 -m moreau.trainers.checkpoints strip "$run/model_final.pt" "$dest/policy.pt"
   [ -s "$dest/eval_hard.json" ] || python3 -m moreau.evaluation.evaluate "$dest/policy.pt" --contact hard \
-    --json "$dest/eval_hard.json" --sim-threads 1
+    --json "$dest/eval_hard.json" --plot "$dest/walk_hard.png" --sim-threads 1
   python3 -c 'import sys; from moreau.trainers.runlog import compress_log; compress_log(sys.argv[1], sys.argv[2])' \
     "$run/log.csv" "$dest/log.csv.xz"
   bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
