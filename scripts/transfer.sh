@@ -9,7 +9,8 @@
 # is results/transfer/shipped. Each randomisation's effect: every policy evaluated by moreau's
 # protocol with one perturbation of its robot at a time (EFFECTS below; NAME/effects/*.json).
 # Training resumes from the newest checkpoint in runs/ (--resume auto); finished evaluations are
-# kept.
+# kept. How close each policy brings its legs to each other: NAME/leg_clearance.json
+# (moreau.evaluation.leg_clearance).
 # Usage: bash scripts/transfer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,12 @@ for name in walk_transfer walk_transfer_nosep; do
   python3 -c 'import sys; from moreau.trainers.runlog import compress_log; compress_log(sys.argv[1], sys.argv[2])' \
     "$run/log.csv" "$dest/log.csv.xz"
   bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
+done
+for name in shipped walk_transfer walk_transfer_nosep; do
+  policy="$out/$name/policy.pt"
+  [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
+  [ -s "$out/$name/leg_clearance.json" ] || python3 -m moreau.evaluation.leg_clearance "$policy" \
+    --json "$out/$name/leg_clearance.json"
 done
 # one perturbation at a time, moreau's protocol under hard contact
 declare -A effects=([nominal]='{}'

@@ -39,3 +39,15 @@ def test_tracks_random_commands_under_hard_contact(policy):
     print(res, stand)
     assert stand["lin_vel_error"] > 0.5  # commands that standing still does not meet
     assert res["falls"] <= 1 and res["lin_vel_error"] < 0.3 and res["yaw_rate_error"] < 0.3, res
+
+
+def test_leg_clearance_tells_the_transfer_policy_from_the_shipped_one():
+    # moreau.evaluation.leg_clearance: the shipped policy brings its feet within 6 cm of each other
+    # often (10.9 % of pair-steps in the full protocol); walk_transfer, trained with feet_separation,
+    # almost never (0.03 %)
+    from moreau.evaluation.leg_clearance import leg_clearance
+    transfer = os.path.join(os.path.dirname(POLICY), "..", "transfer", "walk_transfer", "policy.pt")
+    shipped = leg_clearance(POLICY, num_envs=8, seconds=4.0)
+    trained = leg_clearance(transfer, num_envs=8, seconds=4.0)
+    assert shipped["pair_steps"] == trained["pair_steps"] == 2 * 8 * 200
+    assert shipped["near_fraction"] > 0.02 > trained["near_fraction"]
