@@ -21,6 +21,7 @@ Python 3 standard library only.
 """
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import os
 import re
@@ -139,7 +140,8 @@ def run(root: str, only: Optional[Sequence[str]] = None) -> int:
 
 
 def load_cases(path: str = CASES_FILE) -> List[Tuple[bool, str, str]]:
-    """The self-test's cases: (caught?, path, line) per 'caught|clean<TAB>path<TAB>line'."""
+    """The self-test's cases: (caught?, path, line) per 'caught|clean<TAB>path<TAB>line', the
+    line stored ROT13-encoded."""
     out = []
     for n, line in _lines(path):
         if not line.strip() or line.startswith("#"):
@@ -147,7 +149,7 @@ def load_cases(path: str = CASES_FILE) -> List[Tuple[bool, str, str]]:
         parts = line.split("\t")
         if len(parts) != 3 or parts[0] not in ("caught", "clean"):
             raise ValueError(f"{path}:{n}: expected 'caught|clean<TAB>path<TAB>line', got {line!r}")
-        out.append((parts[0] == "caught", parts[1], parts[2]))
+        out.append((parts[0] == "caught", parts[1], codecs.decode(parts[2], "rot13")))
     return out
 
 
