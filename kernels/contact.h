@@ -19,25 +19,27 @@ struct PlaneGround {
   MOREAU_HD Vec3<S> normal(S /*x*/, S /*y*/) const { return {0, 0, 1}; }
 };
 
-// Joint constraint rows (one row each, on one dof d): a position limit, J = +e_d at the lower
-// and −e_d at the upper end (an impulse P ≥ 0 pushes the joint back into its range), or friction
-// loss F, J = e_d with |P| ≤ h F (MuJoCo's frictionloss).
-enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2 };
+// One-row blocks. Joint rows, on one dof d: a position limit, J = +e_d at the lower and −e_d
+// at the upper end (an impulse P ≥ 0 pushes the joint back into its range), or friction loss F,
+// J = e_d with |P| ≤ h F (MuJoCo's frictionloss). A spin row of contact i (torsional friction):
+// the body's angular velocity about the contact normal, J = nᵀ J_ω, with |P| ≤ μ_spin P_n,i.
+enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3 };
 
 // The rows of a solve come in blocks: blocks 0..n−1 are contacts, three rows each (n, t1, t2) at
-// rows 3i..3i+2; blocks n..n+nj−1 are joint rows, one row each, at rows 3n..3n+nj−1.
+// rows 3i..3i+2; blocks n..n+nj−1 have one row each, at rows 3n..3n+nj−1: the contacts' spin
+// rows (when μ_spin > 0), then the joint rows.
 template <class S, class D = MaxDims>
 struct ContactScratch {
   int n;                            // active contacts
-  int nj;                           // joint rows
+  int nj;                           // one-row blocks (spin rows, joint rows)
   int con[D::kActive];              // contact i's model contact index
-  int jdof[D::kJointRows];          // joint row k's dof
-  int jq[D::kJointRows];            // and its coordinate in q (limits)
-  int jkind[D::kJointRows];         // kRowLower, kRowUpper or kRowFriction
-  S jbound[D::kJointRows];          // friction rows: the bound h F
+  int jdof[D::kBlocks];             // one-row block k's dof (joint rows)
+  int jq[D::kBlocks];               // its coordinate in q (limits) or its contact (spin rows)
+  int jkind[D::kBlocks];            // kRowLower, kRowUpper, kRowFriction or kRowSpin
+  S jbound[D::kBlocks];             // friction loss: the bound h F; spin rows: μ_spin
   int nd[D::kBlocks];               // dofs on block b's chain (dof_chain)
   int dof[D::kBlocks * D::kChain];  // the chain root-first: dof[b kChain + t] has dof_depth t
-  S gap[D::kBlocks];                // contacts and limits; 0 for friction rows
+  S gap[D::kBlocks];                // contacts and limits; a spin row its contact's; 0 for friction loss
   S w[D::kBlocks];                  // smooth gate w(g); 1 otherwise
   // Row r over its block's chain at J + r kChain: entry t is column dof[t] of J (the row is zero
   // off the chain).
@@ -58,7 +60,17 @@ template <class S, class D>
 MOREAU_HD int block_size(const ContactScratch<S, D>& cs, int b) { return b < cs.n ? 3 : 1; }
 // A contact's normal or a joint limit: a unilateral row with a gap (the first row of its block).
 template <class S, class D>
-MOREAU_HD bool unilateral(const ContactScratch<S, D>& cs, int b) { return b < cs.n || cs.jkind[b - cs.n] != kRowFriction; }
+MOREAU_HD bool unilateral(const ContactScratch<S, D>& cs, int b) {
+  return b < cs.n || cs.jkind[b - cs.n] == kRowLower || cs.jkind[b - cs.n] == kRowUpper;
+}
+// A block with a gap: unilateral, or a spin row (its contact's gap and smooth gate).
+template <class S, class D>
+MOREAU_HD bool gated(const ContactScratch<S, D>& cs, int b) { return unilateral(cs, b) || cs.jkind[b - cs.n] == kRowSpin; }
+// The bound of a friction row k (friction loss or spin): |P| ≤ h F, or μ_spin P_n of its contact.
+template <class S, class D>
+MOREAU_HD S row_bound(const ContactScratch<S, D>& cs, int k) {
+  return cs.jkind[k] == kRowSpin ? cs.jbound[k] * mmax(cs.P[3 * cs.jq[k]], S(0)) : cs.jbound[k];
+}
 
 // w(g) = 1 / (1 + exp(clamp(k g, −100, 50)))
 template <class S>
@@ -146,15 +158,18 @@ MOREAU_HD void point_jacobian(const ContactScratch<S, D>& cs, int i, const Vec3<
 }
 
 // Candidates at q_M: gaps of every contact point into con_gap (may be null), and the active
-// set with Jacobians. A point enters when its gap ≤ `threshold`.
+// set with Jacobians. A point enters when its gap ≤ `threshold`. With spin friction μ_spin > 0,
+// a spin row per active contact after them (one-row blocks from cs.nj, which the caller set):
+// J_t = n · ω_d over the contact's chain.
 template <class S, class D, class Ground>
 MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground& ground,
-                                  S threshold, ContactScratch<S, D>& cs, S* gaps) {
+                                  S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0)) {
   Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
   Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns, once a contact needs them
   bool columns = false;
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
+  Vec3<S> normal[D::kActive];
   cs.n = 0;
   for (int k = 0; k < m.ncon; ++k) {
     const int b = m.con_body[k];
@@ -172,21 +187,34 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.con[i] = k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
+    normal[i] = frame[0];
     contact_chain(m, b, cs, i);
     if (!columns) dof_world_columns(m, ws, X0, omega, u);
     columns = true;
     point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
   }
+  if (!(spin > 0)) return;
+  for (int i = 0; i < cs.n; ++i) {
+    const int k = cs.nj++, b = cs.n + k;
+    cs.jq[k] = i;
+    cs.jdof[k] = -1;
+    cs.jkind[k] = kRowSpin;
+    cs.jbound[k] = spin;
+    cs.gap[b] = cs.gap[i];
+    cs.w[b] = 1;
+    cs.nd[b] = cs.nd[i];
+    S* J = cs.J + block_row(cs, b) * D::kChain;
+    for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(normal[i], omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
+  }
 }
 
-// Joint rows at q_M, after the contacts: for a limited revolute or prismatic joint, its nearer
-// limit when within `threshold` (gap g = q − lo or hi − q); every dof with friction loss F
-// (|P| ≤ h F, F scaled by the environment's frictionloss_scale). J is zero on the row's chain
-// but at its dof: ±1.
+// Joint rows at q_M, appended to the one-row blocks: for a limited revolute or prismatic joint,
+// its nearer limit when within `threshold` (gap g = q − lo or hi − q); every dof with friction
+// loss F (|P| ≤ h F, F scaled by the environment's frictionloss_scale). J is zero on the row's
+// chain but at its dof: ±1.
 template <class S, class D>
 MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, int env, const S* qM, S h, S threshold,
                                 ContactScratch<S, D>& cs) {
-  cs.nj = 0;
   if (m.njrow == 0) return;
   auto add = [&](int d, int qa, int kind, S gap, S bound) {
     const int k = cs.nj++, b = cs.n + k;
@@ -212,9 +240,9 @@ MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, in
     if (m.dof_frictionloss[d] > 0) add(d, -1, kRowFriction, S(0), h * scale * m.dof_frictionloss[d]);
 }
 
-// Adjoint of the contact kinematics (contact_candidates' gaps and point_jacobian's rows) for
-// the active contacts: adj_J (3n rows over their chains, as cs.J) and adj_gap (n) into aw.Xup,
-// aw.Sdof and adj_qM.
+// Adjoint of the contact kinematics (contact_candidates' gaps, point_jacobian's rows and the spin
+// rows) for the active contacts: adj_J (the rows over their chains, as cs.J; joint rows' ignored)
+// and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM.
 template <class S, class D>
 MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
                                       const S* adj_J, const S* adj_gap, S* adj_qM, AdjWorkspace<S, D>& aw) {
@@ -253,6 +281,14 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
         adj_p += adj_rel;
         adj_X0[j].r += -adj_rel;
       }
+    }
+    // a spin row: J_t = n · ω_d
+    for (int k = 0; k < cs.nj; ++k) {
+      if (cs.jkind[k] != kRowSpin || cs.jq[k] != i) continue;
+      const S* aS = adj_J + block_row(cs, cs.n + k) * D::kChain;
+      for (int j = b; j >= 0; j = m.body_parent[j])
+        for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d)
+          adj_omega[d] += aS[m.dof_depth[d]] * frame[0];
     }
     // gap = (centre + base)·n − r on the plane; p = centre − r n
     Vec3<S> adj_centre = adj_p + adj_gap[i] * frame[0];
@@ -392,13 +428,18 @@ MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_norma
   return mmax(vn, vt);
 }
 
-// The same for joint row k with impulse P and velocity γ: a limit as a contact's normal row,
-// friction loss interior (|P| < h F) |γ|, at +h F max(γ, 0), at −h F max(−γ, 0).
+// The same for one-row block k with impulse P and velocity γ: a limit as a contact's normal row,
+// friction (loss or spin, bound B) interior (|P| < B) |γ|, at +B max(γ, 0), at −B max(−γ, 0);
+// nothing where B = 0 (a spin row of a contact that does not push). A spin row's angular
+// velocity counts times μ_spin [m], in m/s as the contacts' (μ_spin ω is to the spin's dissipation
+// per unit normal impulse what the slip velocity is to the tangential one's, per unit μ).
 template <class S, class D>
 MOREAU_HD S joint_row_violation(const ContactScratch<S, D>& cs, int k, S P, S gamma, bool fixed_normal) {
-  if (cs.jkind[k] != kRowFriction) return fixed_normal ? S(0) : (P > 0 ? mabs(gamma) : mmax(-gamma, S(0)));
-  const S edge = cs.jbound[k] * (1 - S(1e-6));
-  return P >= edge ? mmax(gamma, S(0)) : (P <= -edge ? mmax(-gamma, S(0)) : mabs(gamma));
+  if (unilateral(cs, cs.n + k)) return fixed_normal ? S(0) : (P > 0 ? mabs(gamma) : mmax(-gamma, S(0)));
+  if (!(row_bound(cs, k) > 0)) return S(0);
+  const S edge = row_bound(cs, k) * (1 - S(1e-6));
+  const S v = P >= edge ? mmax(gamma, S(0)) : (P <= -edge ? mmax(-gamma, S(0)) : mabs(gamma));
+  return cs.jkind[k] == kRowSpin ? cs.jbound[k] * v : v;
 }
 
 // y += s x over n entries.
@@ -500,8 +541,9 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // sliding contact (before step 2), sweeps grew with the slip: on ANYmal C's trot 5.4 on average
 // and 49 at the 99th percentile, 4.0 and 4 with step 2 (bench/contact_solver.py). Cold start:
 // the solve is a function of the current problem only.
-// Joint rows (limits, friction loss) follow the contacts in every sweep, each solved exactly on
-// its own row (docs/contact.md, "Joint rows").
+// One-row blocks (spin rows, limits, friction loss) follow the contacts in every sweep, each
+// solved exactly on its own row, a spin row bounded by its contact's current P_n (docs/contact.md,
+// "Joint rows" and "Spin friction").
 // Residual: the largest contact_violation of a sweep (each contact measured before its update)
 // [m/s]. Returns the number of sweeps; *residual gets the last residual.
 template <class S, class D>
@@ -550,6 +592,20 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   for (int s = 0; s < nr; ++s)
     if (cs.P[s] != 0) axpy(cs.w[row_block(cs, s)] * cs.P[s], cs.G + s * nr, gt, nr);
   S res = 0;
+  // one-row block k, solved exactly: P ← max(P − γ/G_rr, 0) at a limit (given in soft mode),
+  // clamp(P − γ/G_rr, −B, B) for friction loss (B = h F) and spin (B = μ_spin P_n)
+  auto solve_row = [&](int k) {
+    const int r = nc + k;
+    const S grr = cs.G[r * nr + r], wk = cs.w[cs.n + k];
+    const S gamma = gt[r] + (1 - wk) * grr * cs.P[r];
+    res = mmax(res, joint_row_violation(cs, k, cs.P[r], gamma, fixed_normal));
+    const bool limit = unilateral(cs, cs.n + k);
+    if ((limit && fixed_normal) || !(grr > tiny)) return;
+    const S free = cs.P[r] - gamma / grr, bound = row_bound(cs, k);
+    const S pnew = limit ? mmax(free, S(0)) : clamp(free, -bound, bound);
+    if (pnew != cs.P[r]) axpy(wk * (pnew - cs.P[r]), cs.G + r * nr, gt, nr);
+    cs.P[r] = pnew;
+  };
   int it = 0;
   while (it < max_iterations) {
     ++it;
@@ -606,20 +662,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
         P[a] = Pnew[a];
       }
     }
-    // joint rows, each solved exactly: P ← max(P − γ/G_rr, 0) at a limit (given in soft mode),
-    // clamp(P − γ/G_rr, −h F, h F) for friction loss
-    for (int k = 0; k < cs.nj; ++k) {
-      const int r = nc + k;
-      const S grr = cs.G[r * nr + r], wk = cs.w[cs.n + k];
-      const S gamma = gt[r] + (1 - wk) * grr * cs.P[r];
-      res = mmax(res, joint_row_violation(cs, k, cs.P[r], gamma, fixed_normal));
-      const bool limit = cs.jkind[k] != kRowFriction;
-      if ((limit && fixed_normal) || !(grr > tiny)) continue;
-      const S free = cs.P[r] - gamma / grr;
-      const S pnew = limit ? mmax(free, S(0)) : clamp(free, -cs.jbound[k], cs.jbound[k]);
-      if (pnew != cs.P[r]) axpy(wk * (pnew - cs.P[r]), cs.G + r * nr, gt, nr);
-      cs.P[r] = pnew;
-    }
+    for (int k = 0; k < cs.nj; ++k) solve_row(k);
     if (res <= tolerance) break;
   }
   *residual = res;
@@ -724,11 +767,12 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     const S gt = msqrt(gamma[3 * i + 1] * gamma[3 * i + 1] + gamma[3 * i + 2] * gamma[3 * i + 2]);
     pa.cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
   }
-  // joint rows: a limit pushing is "sticking" (γ = 0); friction loss at its bound "sliding" (P = ±h F)
+  // one-row blocks: a limit pushing is "sticking" (γ = 0); friction loss or spin at its bound
+  // B "sliding" (P = ±B)
   for (int k = 0; k < cs.nj; ++k) {
     const S P = cs.P[3 * n + k];
-    pa.cls[n + k] = cs.jkind[k] != kRowFriction ? (P > 0 ? kSticking : kSeparated)
-                                                 : (mabs(P) >= cs.jbound[k] * (1 - S(1e-6)) ? kSliding : kSticking);
+    pa.cls[n + k] = unilateral(cs, n + k) ? (P > 0 ? kSticking : kSeparated)
+                                          : (mabs(P) >= row_bound(cs, k) * (1 - S(1e-6)) ? kSliding : kSticking);
   }
   for (int r = 0; r < nr; ++r) {
     const int i = row_block(cs, r), o = block_row(cs, i), sz = block_size(cs, i), a = r - o;
@@ -743,6 +787,9 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     const bool joint = i >= n;
     if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
       row[r] = 1;
+      // a spin row at its bound: P − μ_spin sign(P) P_n = 0
+      if (joint && pa.cls[i] == kSliding && cs.jkind[i - n] == kRowSpin && cs.P[r] != 0)
+        row[3 * cs.jq[i - n]] = cs.P[r] > 0 ? -cs.jbound[i - n] : cs.jbound[i - n];
     } else if (pa.cls[i] == kSticking || a == 0) {
       add_wg(r, S(1));
     } else {  // sliding tangent row: P_ta + μ P_n u_a, u = γ_t/‖γ_t‖
@@ -820,11 +867,11 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     }
     adj_mu -= pn * (u[0] * y[3 * i + 1] + u[1] * y[3 * i + 2]);
   }
-  // joint rows: γ = 0 where a limit pushes or friction loss is inside its bound; a soft limit's
+  // one-row blocks: γ = 0 where a limit pushes or friction is inside its bound; a soft limit's
   // given impulse gets y
   for (int k = 0; k < cs.nj; ++k) {
     const int r = 3 * n + k;
-    if (fixed_normal && cs.jkind[k] != kRowFriction)
+    if (fixed_normal && unilateral(cs, n + k))
       adj_pn[n + k] += y[r];
     else if (cls[n + k] == kSticking)
       adj_gamma[r] = -y[r];
@@ -919,7 +966,8 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
   return mode != kContactSoft && cfg.speculative ? S(10) * h : S(0);
 }
 
-// Keeps the blocks with gap ≤ threshold (and every friction-loss row), in order, and sets c = J v:
+// Keeps the blocks with gap ≤ threshold (a spin row with its contact; every friction-loss row), in
+// order, and sets c = J v:
 // their rows of J and Y and their block of G are the numbers contact_candidates,
 // joint_candidates and delassus give for that set at the same q_M (every candidate below
 // threshold must be in cs: not a truncated set).
@@ -927,9 +975,10 @@ template <class S, class D>
 MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs) {
   constexpr int C = D::kChain;
   const int nr0 = solve_rows(cs);
-  int keep[D::kBlocks], rowmap[D::kRows], n = 0, nj = 0, nr = 0;
+  int keep[D::kBlocks], rowmap[D::kRows], newidx[D::kActive], n = 0, nj = 0, nr = 0;
   for (int i = 0; i < cs.n + cs.nj; ++i)
-    if (!unilateral(cs, i) || cs.gap[i] <= threshold) {
+    if (!gated(cs, i) || cs.gap[i] <= threshold) {
+      if (i < cs.n) newidx[i] = n;
       keep[n + nj] = i;
       (i < cs.n ? n : nj) += 1;
       for (int r = block_row(cs, i); r < block_row(cs, i) + block_size(cs, i); ++r) rowmap[nr++] = r;
@@ -942,7 +991,7 @@ MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs
       cs.con[a] = cs.con[i];
     } else {
       cs.jdof[a - n] = cs.jdof[i - cs.n];
-      cs.jq[a - n] = cs.jq[i - cs.n];
+      cs.jq[a - n] = cs.jkind[i - cs.n] == kRowSpin ? newidx[cs.jq[i - cs.n]] : cs.jq[i - cs.n];
       cs.jkind[a - n] = cs.jkind[i - cs.n];
       cs.jbound[a - n] = cs.jbound[i - cs.n];
     }
@@ -980,8 +1029,8 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   if (from_active) {
     restrict_active(threshold, v_free, cs);
   } else {
-    cs.n = 0;
-    if (mode != kContactNone) contact_candidates(m, ws, qM, ground, threshold, cs, gaps);
+    cs.n = cs.nj = 0;
+    if (mode != kContactNone) contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env));
     joint_candidates(m, p, env, qM, h, threshold, cs);
   }
   if (solve_rows(cs) == 0) return result;
@@ -992,7 +1041,7 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   } else if (mode == kContactSmooth) {
     const S k = p.smooth_k.get(env);
     for (int i = 0; i < cs.n + cs.nj; ++i)
-      if (unilateral(cs, i)) cs.w[i] = smooth_gate(k, cs.gap[i]);
+      if (gated(cs, i)) cs.w[i] = smooth_gate(k, cs.gap[i]);
   } else if (cfg.speculative) {
     // the next midpoint is q_M ⊕ h v_{k+1}: its gap g + h γ_n must not be negative
     for (int i = 0; i < cs.n + cs.nj; ++i)
@@ -1135,11 +1184,13 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
     const S k = p.smooth_k.get(env);
     for (int i = 0; i < nb; ++i) {
       const S kg = k * cs.gap[i];
-      if (!unilateral(cs, i) || kg <= S(-100) || kg >= S(50)) continue;
+      if (!gated(cs, i) || kg <= S(-100) || kg >= S(50)) continue;
       const S dw = -cs.w[i] * (1 - cs.w[i]) * adj_w[i];
       adj_gap[i] += k * dw;
       adj_p.smooth_k += cs.gap[i] * dw;
     }
+    for (int k = 0; k < cs.nj; ++k)  // a spin row's gap is its contact's
+      if (cs.jkind[k] == kRowSpin) adj_gap[cs.jq[k]] += adj_gap[n + k];
   } else if (cfg.speculative) {  // c_n += max(g, 0)/h
     for (int i = 0; i < nb; ++i)
       if (unilateral(cs, i) && cs.gap[i] > 0) adj_gap[i] += adj_gamma[block_row(cs, i)] / h;
@@ -1199,7 +1250,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
   // a limit's gap q − lo or hi − q (its J is constant: J̄ goes nowhere)
   for (int k = 0; k < cs.nj; ++k) {
-    if (cs.jkind[k] == kRowFriction) continue;
+    if (!unilateral(cs, n + k)) continue;
     adj_qM[cs.jq[k]] += cs.jkind[k] == kRowLower ? adj_gap[n + k] : -adj_gap[n + k];
   }
   return 0;

@@ -123,6 +123,7 @@ struct Params {
   Param<S> smooth_gmax;      // (len x 1) smooth: contacts with gap ≤ g_max enter [m]
   Param<S> motor_strength;   // (len x nu) scale of each actuator's force, after its limits
   Param<S> frictionloss_scale;  // (len x 1) scale of the model's joint friction loss
+  Param<S> spin_friction;       // (len x 1) torsional friction μ_spin [m]: |τ_n| ≤ μ_spin f_n at a contact
 };
 
 // Per-simulator contact settings.

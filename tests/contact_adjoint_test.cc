@@ -41,17 +41,18 @@ void expect_gradient(const Vec& adjoint, const Vec& fd, double rel, const char* 
   EXPECT_GT(largest, 1e-3 * scale) << what;
 }
 
-// ⟨J̄, J⟩ over the contacts' rows in cs, each over its chain (the rows' storage, stride kChain).
+// ⟨J̄, J⟩ over the rows in cs, each over its chain (the rows' storage, stride kChain).
 double dot_rows(const Vec& Jbar, const kern::ContactScratch<double>& cs) {
   constexpr int C = MaxDims::kChain;
   double s = 0;
-  for (int r = 0; r < 3 * cs.n; ++r)
-    for (int t = 0; t < cs.nd[r / 3]; ++t) s += Jbar[r * C + t] * cs.J[r * C + t];
+  for (int r = 0; r < kern::solve_rows(cs); ++r)
+    for (int t = 0; t < cs.nd[kern::row_block(cs, r)]; ++t) s += Jbar[r * C + t] * cs.J[r * C + t];
   return s;
 }
 
-// L = ⟨J̄, J(q)⟩ + ⟨ḡ, g(q)⟩ over the active contacts of ANYmal C's feet (all candidates),
-// through adj_contact_kinematics and adj_forward_kinematics, at random configurations.
+// L = ⟨J̄, J(q)⟩ + ⟨ḡ, g(q)⟩ over the active contacts of ANYmal C's feet (all candidates) and
+// their spin rows, through adj_contact_kinematics and adj_forward_kinematics, at random
+// configurations.
 TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
   const test::KernelModel km("anymal_c.json");
   const kern::ModelView<double>& m = km.m;
@@ -62,7 +63,8 @@ TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
   auto kinematics = [&](const double* qq, kern::Workspace<double>& ws, kern::ContactScratch<double>& cs) {
     kern::body_inertias(m, 0.0, ws);
     kern::forward_kinematics(m, qq, ws);
-    kern::contact_candidates(m, ws, qq, kern::PlaneGround<double>{}, 1e3, cs, static_cast<double*>(nullptr));
+    cs.nj = 0;
+    kern::contact_candidates(m, ws, qq, kern::PlaneGround<double>{}, 1e3, cs, static_cast<double*>(nullptr), 0.02);
   };
   for (int s = 0; s < 3; ++s) {
     test::random_state(km.model, rng, q.data(), v.data());
@@ -70,10 +72,12 @@ TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
     kern::ContactScratch<double> cs;
     kinematics(q.data(), ws, cs);
     ASSERT_EQ(cs.n, m.ncon);
-    Vec Jbar(3 * cs.n * MaxDims::kChain, 0.0), gbar(cs.n);
-    for (int r = 0; r < 3 * cs.n; ++r) {
-      ASSERT_EQ(cs.nd[r / 3], 9);  // a foot's chain: the base's 6 dofs and its leg's 3
-      for (int t = 0; t < cs.nd[r / 3]; ++t) Jbar[r * MaxDims::kChain + t] = normal(rng);
+    ASSERT_EQ(cs.nj, cs.n);  // a spin row each
+    Vec Jbar(kern::solve_rows(cs) * MaxDims::kChain, 0.0), gbar(cs.n);
+    for (int r = 0; r < kern::solve_rows(cs); ++r) {
+      const int b = kern::row_block(cs, r);
+      ASSERT_EQ(cs.nd[b], 9);  // a foot's chain: the base's 6 dofs and its leg's 3
+      for (int t = 0; t < cs.nd[b]; ++t) Jbar[r * MaxDims::kChain + t] = normal(rng);
     }
     for (double& x : gbar) x = normal(rng);
     auto loss = [&]() {

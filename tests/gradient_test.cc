@@ -848,6 +848,22 @@ TEST(StepGradient, AdjointRowsEqualSeparateAdjoints) {
   }
 }
 
+// The state gradients of a float32 simulator agree with P's float64 ones to 1e-3 of the largest
+// entry.
+void expect_float_agrees(Problem& P, ContactMode mode) {
+  const Batch gd = P.gradient();
+  int32_t status = 0;
+  const Batch gf = P.gradient32(mode, &status);
+  EXPECT_EQ(status, 0);
+  for (auto [f, d, what] : {std::tuple{&gf.q, &gd.q, "dL/dq float vs double"},
+                            std::tuple{&gf.v, &gd.v, "dL/dv float vs double"}}) {
+    double big = 0;
+    for (double x : *d) big = std::max(big, std::abs(x));
+    EXPECT_GT(big, 0) << what;
+    EXPECT_NEAR_REL(*f, *d, 1e-3, 1e-3 * big, what);
+  }
+}
+
 // Joint rows (kernels/contact.h): a double pendulum whose first hinge presses 0.1 mm into its
 // lower limit at 1 rad/s and whose second hinge has friction loss 0.4 N m, sliding (2 rad/s) or
 // sticking (at rest, the gravity torque on it 0.2 N m inside the bound).
@@ -883,17 +899,7 @@ TEST(JointRowGradient, FloatAndDoubleGradientsAgree) {
       SCOPED_TRACE(std::string(contact_mode_name(mode)) + (v2 != 0 ? ", sliding" : ", sticking"));
       Problem P(jointed_double_pendulum(), 1, mode, 82);
       set_jointed_state(P, v2);
-      const Batch gd = P.gradient();
-      int32_t status = 0;
-      const Batch gf = P.gradient32(mode, &status);
-      EXPECT_EQ(status, 0);
-      for (auto [f, d, what] : {std::tuple{&gf.q, &gd.q, "dL/dq float vs double"},
-                                std::tuple{&gf.v, &gd.v, "dL/dv float vs double"}}) {
-        double big = 0;
-        for (double x : *d) big = std::max(big, std::abs(x));
-        EXPECT_GT(big, 0) << what;
-        EXPECT_NEAR_REL(*f, *d, 1e-3, 1e-3 * big, what);
-      }
+      expect_float_agrees(P, mode);
     }
   }
 }
@@ -914,6 +920,56 @@ TEST(JointRowGradient, AnymalHipsAtTheirLimitsMatchFiniteDifferences) {
       P.in.u[a] = m.jnt_range[2 * j + 1] + 0.5;
     }
     expect_matches_fd(P, 1e-5);
+  }
+}
+
+// Spin friction (kernels/contact.h's spin rows): the ball of the contact tests pressed onto the
+// ground and turning about z, its spin sliding (3 rad/s against μ_spin = 0.01 m) or sticking
+// (5 mrad/s against 0.05 m), with and without tilted gravity dragging it sideways.
+void set_spinning_ball(Problem& P, double mu_spin, double wz) {
+  P.set_param("spin_friction", mu_spin);
+  P.in.q = {0.3, -0.1, 0.1 - 2e-4, 0.98, 0.1, -0.15, 0.05};
+  P.in.v = {0.02, -0.01, -0.05, 0.01, -0.02, wz};
+}
+
+TEST(SpinFrictionGradient, BallSpinningOrStuckMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
+    for (double gx : {0.0, 9.0}) {
+      for (auto [mu_spin, wz] : {std::pair{0.01, 3.0}, std::pair{0.05, 0.005}}) {
+        SCOPED_TRACE(std::string(contact_mode_name(mode)) + (wz > 1 ? ", spin sliding" : ", spin sticking") +
+                     (gx != 0 ? ", dragged" : ""));
+        Problem P(ball_model(), 1, mode, 91, 0.0, gx);
+        set_spinning_ball(P, mu_spin, wz);
+        expect_matches_fd(P, 1e-5);
+      }
+    }
+  }
+}
+
+// ANYmal C standing (as above) and turning its base at 1 rad/s on its feet, the Menagerie's
+// torsional friction 0.02 m: four spin rows, most at their bound.
+TEST(SpinFrictionGradient, TurningQuadrupedMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 43, 0.0);
+    P.set_param("spin_friction", 0.02);
+    P.sim.step(100);
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    P.in.q[2] -= 1e-3;
+    P.in.v[5] = 1.0;
+    expect_matches_fd(P, 1e-5);
+  }
+}
+
+// Float32 gradients agree with float64 to 1e-3 of the largest entry on the spinning ball.
+TEST(SpinFrictionGradient, FloatAndDoubleGradientsAgree) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
+    for (auto [mu_spin, wz] : {std::pair{0.01, 3.0}, std::pair{0.05, 0.005}}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (wz > 1 ? ", spin sliding" : ", spin sticking"));
+      Problem P(ball_model(), 1, mode, 92, 0.0);
+      set_spinning_ball(P, mu_spin, wz);
+      expect_float_agrees(P, mode);
+    }
   }
 }
 

@@ -17,14 +17,14 @@ constexpr int kMaxJointRows = 48;  // joint constraint rows: limited revolute/pr
 // mass matrix's tree-sparse entries (Model::nM; a chain of Nv dofs has them all, Nv (Nv + 1) / 2),
 // Chain the dofs on a root-to-dof path (Model::nchain), the length of a contact's Jacobian rows;
 // JointRows the joint constraint rows (joint_rows(Model)). A solve holds 3 kActive + kJointRows
-// rows.
+// rows, and with spin friction a spin row per contact: 4 kActive + kJointRows.
 template <int Bodies, int Nv, int Nq, int Nu, int Contacts, int NM = Nv * (Nv + 1) / 2, int Chain = Nv,
           int JointRows = kMaxJointRows>
 struct Dims {
   static constexpr int kBodies = Bodies, kNv = Nv, kNq = Nq, kNu = Nu, kContacts = Contacts, kNM = NM;
   static constexpr int kChain = Chain, kJointRows = JointRows;
   static constexpr int kActive = Contacts < kMaxActive ? Contacts : kMaxActive;
-  static constexpr int kBlocks = kActive + kJointRows, kRows = 3 * kActive + kJointRows;
+  static constexpr int kBlocks = 2 * kActive + kJointRows, kRows = 4 * kActive + kJointRows;
 };
 // Every model compile() accepts.
 using MaxDims = Dims<kMaxBodies, kMaxNv, kMaxNq, kMaxNu, kMaxContacts>;

@@ -491,7 +491,8 @@ def _param_range(name: str, model: Model):
     """A parameter's physical range as the library checks it (check_param_range in
     host/typed_backend.h), an elementwise torch test; None for a parameter it does not know (set
     through the host)."""
-    if name in ("kp", "kd", "friction", "contact_zeta", "smooth_gmax", "motor_strength", "frictionloss_scale"):
+    if name in ("kp", "kd", "friction", "contact_zeta", "smooth_gmax", "motor_strength", "frictionloss_scale",
+                "spin_friction"):
         return lambda x: x >= 0
     if name in ("contact_kn", "smooth_k"):
         return lambda x: x > 0
