@@ -1,7 +1,8 @@
 """The contact solve where feet slide: its sweeps and the step's time on ANYmal C.
 
     python3 bench/contact_solver.py [--contact hard,smooth] [--envs 256] [--repeats 5]
-                                    [--policy results/shac_walk/policy.pt] [--json-out PATH]
+                                    [--policy results/shac_walk/policy.pt] [--spin-friction 0,0.02]
+                                    [--json-out PATH]
 
 moreau-bench-forward times a standing robot, whose four feet stick: the block Gauss-Seidel
 solve then takes about 4 sweeps. This benchmark times state sets where feet slide, lift and
@@ -13,7 +14,8 @@ land, each a list of batches of (q, v, action, friction, added base mass):
   moreau.evaluation.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
   control step of 4 s.
 
-For each set and contact mode it reports the solve's sweeps per control step (the largest over
+For each set, contact mode and spin friction μ_spin (``--spin-friction``, a list; default 0: none)
+it reports the solve's sweeps per control step (the largest over
 its physics steps, ``Simulator.solver_iterations``): mean, median, 99th percentile, max and how
 many reached the cap; the mean over groups of 32 environments of their largest count (a CUDA
 warp runs as long as its slowest thread); and the stateful step's time per physics step (one
@@ -65,8 +67,9 @@ def walking(envs: int, policy_path: str, seconds: float = 4.0, every: int = 5):
     return batches
 
 
-def run(batches, envs: int, contact: str, repeats: int):
+def run(batches, envs: int, contact: str, repeats: int, spin: float = 0.0):
     sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=envs, contact=contact, n_threads=1)
+    sim.set_param("spin_friction", spin)
     physics = envs * sim.model.decimation * sim.substeps
     passes, sweeps = [], []
     for r in range(repeats + 1):  # the first pass warms up
@@ -99,6 +102,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--policy", default=os.path.join(ROOT, "results", "shac_walk", "policy.pt"),
                    help="'none': no walking set")
+    p.add_argument("--spin-friction", default="0", help="comma-separated μ_spin values [m]")
     p.add_argument("--json-out", default=None)
     a = p.parse_args(argv)
     if a.envs % 32:
@@ -110,17 +114,18 @@ def main(argv=None) -> int:
         sets["walking"] = walking(a.envs, a.policy)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} CPUs  "
           f"load {os.getloadavg()[0]:.1f}  moreau {moreau.__file__}")
-    print(f"{'contact':8s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "
+    print(f"{'contact':8s} {'spin':>5s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "
           f"{'at cap':>6s} {'warp max':>8s} {'ns/step':>8s}")
     rows = []
     for contact in a.contact.split(","):
-        for name, batches in sets.items():
-            r = run(batches, a.envs, contact, a.repeats)
-            r.update(contact=contact, states=name, envs=a.envs)
-            rows.append(r)
-            print(f"{contact:8s} {name:10s} {r['solves']:7d} {r['sweeps_mean']:6.2f} {r['sweeps_median']:6.0f} "
-                  f"{r['sweeps_p99']:5.0f} {r['sweeps_max']:5.0f} {r['at_cap']:6d} {r['warp32_max_mean']:8.1f} "
-                  f"{r['ns_per_physics_step']:8.0f}", flush=True)
+        for spin in (float(x) for x in a.spin_friction.split(",")):
+            for name, batches in sets.items():
+                r = run(batches, a.envs, contact, a.repeats, spin)
+                r.update(contact=contact, spin_friction=spin, states=name, envs=a.envs)
+                rows.append(r)
+                print(f"{contact:8s} {spin:5.3f} {name:10s} {r['solves']:7d} {r['sweeps_mean']:6.2f} {r['sweeps_median']:6.0f} "
+                      f"{r['sweeps_p99']:5.0f} {r['sweeps_max']:5.0f} {r['at_cap']:6d} {r['warp32_max_mean']:8.1f} "
+                      f"{r['ns_per_physics_step']:8.0f}", flush=True)
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump(rows, f, indent=2)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # results/transfer/README.md, end to end and resumable: trains SHAC's "walk_transfer" preset
 # (walk_fast on the trot_transfer task: damped drives with friction loss, friction-loss scale and
-# motor strength randomised per environment, feet_separation) and its ablation without
-# feet_separation, seed 0 each, side by side on one core each (2,500 iterations, about an hour on
-# the 2-core Xeon VM); then, for each, moreau's evaluation protocol under hard contact
+# motor strength randomised per environment, feet_separation), its ablation without
+# feet_separation, the same trained through hard contact (Study B's SHAC-hard) and
+# "walk_transfer_spin" (the feet's torsional friction randomised too), seed 0 each, two at a time
+# side by side on one core each (2,500 iterations, about an hour each pair on the 2-core Xeon VM);
+# then, for each, moreau's evaluation protocol under hard contact
 # (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
 # and the policy file and compressed log in results/transfer/NAME/. The shipped policy's table
 # is results/transfer/shipped. Each randomisation's effect: every policy evaluated by moreau's
@@ -16,15 +18,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=results/transfer
 mkdir -p runs "$out"
-declare -A config=([walk_transfer]='{}' [walk_transfer_nosep]='{"reward_weights": {"feet_separation": 0.0}}')
+names="walk_transfer walk_transfer_nosep walk_transfer_hard walk_transfer_spin"
+declare -A config=([walk_transfer_nosep]='{"reward_weights": {"feet_separation": 0.0}}')
+declare -A preset=([walk_transfer_spin]=walk_transfer_spin)
+declare -A contact=([walk_transfer_hard]=hard)
 train() {
   local name=$1 run="runs/$1_s0"
-  python3 -m moreau.trainers.shac --preset walk_transfer --task-config "${config[$1]}" --seed 0 --logdir "$run" \
+  python3 -m moreau.trainers.shac --preset "${preset[$1]:-walk_transfer}" --task-config "${config[$1]:-{\}}" \
+    ${contact[$1]:+--contact "${contact[$1]}"} --seed 0 --logdir "$run" \
     --sim-threads 1 --torch-threads 1 --resume auto --no-progress > "$run.out" 2>&1
 }
-for name in "${!config[@]}"; do train "$name" & done
-wait
-for name in walk_transfer walk_transfer_nosep; do
+train walk_transfer & train walk_transfer_nosep & wait
+train walk_transfer_hard & train walk_transfer_spin & wait
+for name in $names; do
   run="runs/${name}_s0" dest="$out/$name"
   mkdir -p "$dest"
   [ -s "$dest/policy.pt" ] || python3 -m moreau.trainers.checkpoints strip "$run/model_final.pt" "$dest/policy.pt"
@@ -34,7 +40,7 @@ for name in walk_transfer walk_transfer_nosep; do
     "$run/log.csv" "$dest/log.csv.xz"
   bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
 done
-for name in shipped walk_transfer walk_transfer_nosep; do
+for name in shipped $names; do
   policy="$out/$name/policy.pt"
   [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
   [ -s "$out/$name/leg_clearance.json" ] || python3 -m moreau.evaluation.leg_clearance "$policy" \
@@ -48,8 +54,9 @@ declare -A effects=([nominal]='{}'
   [motor_strength]='{"randomize_motor_strength": true, "motor_strength_range": [0.9, 1.1]}'
   [action_delay]='{"action_delay_prob": 0.5}'
   [torque_speed_8]='{"drive_max_velocity": 8.0}'
-  [knee_contacts]='{"knee_contacts": true}')
-for name in shipped walk_transfer walk_transfer_nosep; do
+  [knee_contacts]='{"knee_contacts": true}'
+  [spin_friction_0.02]='{"spin_friction": 0.02, "randomize_spin_friction": false}')
+for name in shipped $names; do
   policy="$out/$name/policy.pt"
   [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
   mkdir -p "$out/$name/effects"
@@ -57,5 +64,7 @@ for name in shipped walk_transfer walk_transfer_nosep; do
     [ -s "$out/$name/effects/$e.json" ] || python3 -m moreau.evaluation.evaluate "$policy" --contact hard --sim-threads 1       --plot none --task-config "${effects[$e]}" --json "$out/$name/effects/$e.json" > /dev/null
   done
 done
-python3 -m moreau.evaluation.sim2sim_table "$out/shipped" "$out/walk_transfer" "$out/walk_transfer_nosep" --markdown
-python3 -m moreau.evaluation.sim2sim_table --effects "$out/shipped" "$out/walk_transfer" "$out/walk_transfer_nosep" --markdown
+tables=("$out/shipped")
+for name in $names; do tables+=("$out/$name"); done
+python3 -m moreau.evaluation.sim2sim_table "${tables[@]}" --markdown
+python3 -m moreau.evaluation.sim2sim_table --effects "${tables[@]}" --markdown

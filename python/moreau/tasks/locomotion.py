@@ -84,7 +84,9 @@ speed.
 Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
 when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
 strength ~ U[``motor_strength_range``], the smooth contact's sigmoid scale k ~
-U[``smooth_k_range``] (foot compliance while training through smooth contact) per environment,
+U[``smooth_k_range``] (foot compliance while training through smooth contact), the feet's
+torsional friction μ_spin ~ U[``spin_friction_range``] (otherwise ``spin_friction``, 0: none) per
+environment,
 drawn at construction and at each reset, passed to ``moreau.torch.step`` as per-environment
 parameters (so that the backward of an earlier step still sees the values of its forward); with
 probability ``action_delay_prob`` an environment's actions act one control step late (its joint
@@ -222,6 +224,9 @@ class LocomotionConfig:
     motor_strength_range: Tuple[float, float] = (0.9, 1.1)
     randomize_smooth_k: bool = False
     smooth_k_range: Tuple[float, float] = (100.0, 1000.0)  # [1/m]
+    spin_friction: float = 0.0  # [m] torsional friction at the feet, |τ_n| ≤ μ_spin f_n
+    randomize_spin_friction: bool = False
+    spin_friction_range: Tuple[float, float] = (0.0, 0.04)  # [m]
     action_delay_prob: float = 0.0
     push_robots: bool = True
     push_interval_s: float = 15.0
@@ -347,6 +352,7 @@ class Locomotion(DiffEnv):
         self.frictionloss_scale = torch.ones(n, **tk)
         self.motor_strength = torch.ones(n, self.num_actions, **tk)
         self.smooth_k = torch.full((n,), 300.0, **tk)
+        self.spin_friction = torch.full((n,), cfg.spin_friction, **tk)
         self.action_delay = torch.zeros(n, dtype=torch.bool, device=self.device)
         # the episode sums of the weighted reward terms (weight · dt each), one row per term
         self.episode_terms = [k for k in REWARD_TERMS if self.reward_weights.get(k, 0.0)]
@@ -456,6 +462,8 @@ class Locomotion(DiffEnv):
                                               self.motor_strength)
         if c.randomize_smooth_k:
             self.smooth_k = torch.where(mask, self._uniform(*c.smooth_k_range, n), self.smooth_k)
+        if c.randomize_spin_friction:
+            self.spin_friction = torch.where(mask, self._uniform(*c.spin_friction_range, n), self.spin_friction)
         if c.action_delay_prob > 0:
             self.action_delay = torch.where(mask, self._uniform(0.0, 1.0, n) < c.action_delay_prob, self.action_delay)
 
@@ -640,7 +648,7 @@ class Locomotion(DiffEnv):
         applied = torch.where(self.action_delay[:, None], last, actions) if c.action_delay_prob > 0 else actions
         q1, v1, status = mt.step(self.sim, q, v, self.targets(applied), friction=self.friction,
                                  added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
-                                 motor_strength=self.motor_strength,
+                                 motor_strength=self.motor_strength, spin_friction=self.spin_friction,
                                  smooth_k=self.smooth_k if c.randomize_smooth_k else None, return_status=True)
         self.episode_length_buf = self.episode_length_buf + 1
         self.common_step_counter += 1

@@ -46,6 +46,10 @@ TASK_PRESETS["trot_transfer"] = dict(TASK_PRESETS["trot_curriculum"], joint_damp
                                      randomize_frictionloss=True, frictionloss_scale_range=(0.0, 2.0),
                                      randomize_motor_strength=True, motor_strength_range=(0.9, 1.1),
                                      reward_weights={"feet_height": -30.0, "feet_separation": -100.0})
+# "trot_transfer_spin": trot_transfer with the feet's torsional friction randomised per environment,
+# μ_spin ~ U[0, 0.04] m about the Menagerie's 0.02
+TASK_PRESETS["trot_transfer_spin"] = dict(TASK_PRESETS["trot_transfer"], randomize_spin_friction=True,
+                                          spin_friction_range=(0.0, 0.04))
 
 
 def preset_kwargs(preset: Optional[str] = None, overrides: Optional[Dict] = None) -> Dict:
@@ -97,3 +101,6 @@ SHAC_PRESETS["walk_fast_1m"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot
 # "walk_transfer": walk_fast on trot_transfer (damped drives with friction loss, randomised strength,
 # feet kept apart)
 SHAC_PRESETS["walk_transfer"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_transfer")
+# "walk_transfer_spin": walk_fast on trot_transfer_spin (the same, the feet's torsional friction
+# randomised)
+SHAC_PRESETS["walk_transfer_spin"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_transfer_spin")
