@@ -248,6 +248,17 @@ def test_transfer_preset_drives_and_their_randomisation():
     assert "feet_separation" in e.episode_terms
 
 
+def test_spin_friction_preset_randomises_the_feet_torsional_friction():
+    from moreau.tasks.presets import preset_kwargs
+    e = env_(64, push_robots=False, **preset_kwargs("trot_transfer_spin"))
+    assert (e.spin_friction >= 0).all() and (e.spin_friction <= 0.04).all() and e.spin_friction.std() > 0.005
+    with torch.no_grad():
+        e.step(torch.zeros(64, 12))
+    assert torch.allclose(e.sim.param("spin_friction")[:, 0], e.spin_friction)
+    fixed = env_(4, push_robots=False, spin_friction=0.02)
+    assert torch.equal(fixed.spin_friction, torch.full((4,), 0.02, dtype=fixed.spin_friction.dtype))
+
+
 def test_smooth_k_randomisation_and_action_delay():
     e = env_(64, push_robots=False, contact="smooth", randomize_smooth_k=True, smooth_k_range=(100.0, 1000.0),
              action_delay_prob=0.5)
