@@ -1,4 +1,5 @@
 // compile(): fixed-body merging, ordering, addresses, contacts and every validation error.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "moreau/dynamics.h"
 #include "moreau/model.h"
+#include "support/test_util.h"
 
 namespace moreau {
 namespace {
@@ -639,6 +641,33 @@ TEST(ModelCompile, DegenerateButPhysicalInertiaIsAccepted) {
   RobotSpec spec = base_spec();
   spec.bodies[1].inertia = diag_inertia(0.01, 0.02, 0.03);
   EXPECT_NO_THROW(compile(spec));
+}
+
+// select_contacts keeps the named points in the order given, with their bodies, positions and
+// radii, and leaves everything else as it was; an unknown or repeated name is an error.
+TEST(ModelCompile, SelectContactsKeepsTheNamedPointsInOrder) {
+  const Model full = load_model(test::asset("anymal_c.json"));
+  const Model feet = select_contacts(full, {"RH_FOOT", "LF_FOOT"});
+  ASSERT_EQ(feet.ncon, 2);
+  for (int a = 0; a < 2; ++a) {
+    const int k = static_cast<int>(std::find(full.con_name.begin(), full.con_name.end(), feet.con_name[a]) -
+                                   full.con_name.begin());
+    EXPECT_EQ(feet.con_body[a], full.con_body[k]);
+    EXPECT_EQ(feet.con_radius[a], full.con_radius[k]);
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(feet.con_pos[3 * a + c], full.con_pos[3 * k + c]);
+  }
+  EXPECT_EQ(feet.con_name[0], "RH_FOOT");
+  EXPECT_EQ(feet.body_mass, full.body_mass);
+  EXPECT_EQ(feet.qpos0, full.qpos0);
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"LF_FOOT", "NOSE"},
+                                              std::vector<std::string>{"LF_FOOT", "LF_FOOT"}}) {
+    try {
+      select_contacts(full, bad);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("select_contacts: "), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

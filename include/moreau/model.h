@@ -103,6 +103,11 @@ struct Model {
 // prismatic joint, one per dof with friction loss.
 int joint_rows(const Model& model);
 
+// A copy of the model with only the named contact points, in the order given (for a task that
+// simulates a robot's feet of all its collision geometry). Throws Error naming an unknown or
+// repeated point.
+Model select_contacts(const Model& model, const std::vector<std::string>& names);
+
 // Validates the spec and compiles it: topological order, fixed-body merging with inertia
 // transfer, flat arrays. Throws Error naming spec.source, the field and what is wrong.
 Model compile(const RobotSpec& spec);

@@ -105,6 +105,12 @@ def export_mjcf(model: Model) -> str:
     return _moreau.export_mjcf(model)
 
 
+def select_contacts(model, names) -> Model:
+    """A copy of a Model (or a robot file) with only the named contact points, in the order given
+    (moreau.Error for an unknown or repeated name)."""
+    return _compiled("moreau.select_contacts", _moreau.select_contacts, load(model), list(names))
+
+
 def _contact_mode(mode, fn: str = "Simulator", arg: str = "contact") -> ContactMode:
     if isinstance(mode, ContactMode):
         return mode

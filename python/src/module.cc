@@ -359,6 +359,8 @@ NB_MODULE(_moreau, m) {
       "path"_a, "text"_a = std::string(), "include_dir"_a = std::string("."),
       "An MJCF file (or `text`, with `path` naming its source).");
   m.def("export_mjcf", &export_mjcf, "model"_a);
+  m.def("select_contacts", &select_contacts, "model"_a, "names"_a,
+        "A copy of the model with only the named contact points, in the order given.");
 
   // ---- Options ---------------------------------------------------------------------------
   nb::class_<ContactOptions>(m, "ContactOptions")

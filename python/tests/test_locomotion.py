@@ -6,6 +6,7 @@ import math
 import pytest
 import torch
 
+import moreau
 import moreau.torch as mt
 from moreau.tasks import DiffEnv, make
 from moreau.tasks.locomotion import FOOT_TERMS, REWARD_TERMS, Locomotion, quat_rotate, quat_rotate_inverse
@@ -386,3 +387,61 @@ def test_actions_clipped():
         oa, ra, _, _ = a.step(torch.full((2, 12), 5.0))
         ob, rb, _, _ = b.step(torch.full((2, 12), 1.0))
     assert torch.equal(oa, ob) and torch.equal(ra, rb) and torch.equal(oa[:, 36:], torch.ones(2, 12))
+
+
+def test_go1_configuration_stands_under_its_pd_gains():
+    """The Unitree Go1 (the Menagerie's MJCF, moreau.tasks.robots): its four feet are the only
+    contact points, 50 Hz control, the default pose held by kp 20 / kd 0.5 under hard contact: the
+    base settles at 0.27-0.31 m within 2 s and stays there without a fall."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moreau.ModelWarning)  # the Menagerie's MuJoCo solver settings
+        e = Locomotion(robot="go1", num_envs=8, contact="hard", push_robots=False, n_threads=1,
+                       randomize_base_mass=False, reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0))
+    assert sorted(e.sim.model.con_name) == ["FL", "FR", "RL", "RR"] and e.dt == pytest.approx(0.02)
+    assert e.cfg.kp == 20.0 and e.cfg.action_scale == 0.25 and e.torque_limit.tolist() == pytest.approx([23.7, 23.7, 35.55] * 4)
+    e.reset()
+    heights = []
+    with torch.no_grad():
+        for _ in range(150):
+            _, _, done, _ = e.step(torch.zeros(8, 12))
+            assert not done.any()
+            heights.append(e.q[:, 2].clone())
+    assert 0.27 < float(heights[100].min()) and float(heights[100].max()) < 0.31
+    assert float((heights[-1] - heights[100]).abs().max()) < 2e-3
+
+
+def test_robot_configuration_from_a_file(tmp_path):
+    import json
+    path = tmp_path / "my_robot.json"
+    path.write_text(json.dumps({"file": "anymal_c.json", "feet": ["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"],
+                                "kp": 60.0, "init_base_height": 0.62}))
+    e = env_(2, robot=str(path))
+    assert e.cfg.kp == 60.0 and e.cfg.kd == 2.0 and float(e.q0[2]) == pytest.approx(0.62)
+    assert env_(2, robot=str(path), kp=70.0).cfg.kp == 70.0  # the task's own value wins
+    path.write_text(json.dumps({"file": "anymal_c.json", "feet": ["LF_FOOT", "RF_FOOT", "LH_FOOT", "NOSE"]}))
+    with pytest.raises(ValueError, match="NOSE"):
+        env_(2, robot=str(path))
+    path.write_text(json.dumps({"file": "anymal_c.json", "feet": [], "stiffness": 3}))
+    with pytest.raises(ValueError, match="stiffness"):
+        env_(2, robot=str(path))
+
+
+def test_new_robot_command_guesses_a_configuration_the_task_loads(tmp_path, capsys):
+    from moreau.tasks import new_robot
+    out = tmp_path / "go1.json"
+    assert new_robot.main([moreau.asset("unitree_go1/go1.xml"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "feet (left-front, right-front, left-hind, right-hind): FL, FR, RL, RR" in printed
+    assert "not guessed: torque limits" in printed
+    import json
+    cfg = json.loads(out.read_text())
+    assert cfg["default_joint_pos"]["FR_thigh_joint"] == 0.9 and cfg["default_joint_pos"]["FR_calf_joint"] == -1.8
+    assert cfg["decimation"] == 10 and 0.27 < cfg["base_height_target"] < 0.31
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moreau.ModelWarning)
+        e = env_(2, robot=str(out))
+    assert sorted(e.sim.model.con_name) == ["FL", "FR", "RL", "RR"] and float(e.default_dof_pos[1]) == pytest.approx(0.9)
+    assert new_robot.main([moreau.asset("cartpole.json")]) == 2
+    assert "floating base" in capsys.readouterr().err

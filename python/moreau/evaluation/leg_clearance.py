@@ -23,7 +23,7 @@ __all__ = ["leg_clearance", "main"]
 
 def leg_clearance(checkpoint: str, contact: str = "hard", num_envs: int = 128, seconds: float = 20.0, seed: int = 1,
                   near: float = 0.06, sim_threads: int = 1) -> Dict:
-    from moreau.tasks.locomotion import FEET, quat_rotate_inverse
+    from moreau.tasks.locomotion import quat_rotate_inverse
     from moreau.trainers.checkpoints import load_policy
     from .evaluate import eval_env
     policy = load_policy(checkpoint)
@@ -36,8 +36,8 @@ def leg_clearance(checkpoint: str, contact: str = "hard", num_envs: int = 128, s
         for _ in range(max(1, int(round(seconds / env.dt)))):
             obs, _, _, _ = env.step(policy(obs))
             q = env.q
-            x = env.kinematics.contact_positions(q)[:, feet]  # (n, 4, 3), FEET = LF, RF, LH, RH
-            y = quat_rotate_inverse(q[:, None, 3:7].expand(-1, len(FEET), 4), x - q[:, None, 0:3])[..., 1]
+            x = env.kinematics.contact_positions(q)[:, feet]  # (n, 4, 3), feet LF, RF, LH, RH
+            y = quat_rotate_inverse(q[:, None, 3:7].expand(-1, len(feet), 4), x - q[:, None, 0:3])[..., 1]
             for left, right in ((0, 1), (2, 3)):
                 gap = (x[:, left] - x[:, right]).norm(dim=1) - r[left] - r[right]
                 close += int((gap < near).sum())

@@ -1,11 +1,13 @@
-"""ANYmal C velocity-command tracking on flat ground (the locomotion study, docs/studies.md;
+"""Quadruped velocity-command tracking on flat ground (the locomotion study, docs/studies.md;
 legged_gym's flat ANYmal C task without its actuator network), as a batched differentiable
 environment.
 
-Robot and control: assets/robots/anymal_c.json; physics h = 0.005 s, decimation 4 (50 Hz
-control, dt = 0.02 s); PD servos kp = 80, kd = 2, torque limit 80 N m (the simulator's position
-actuators); joint target = default + ``action_scale`` · action, actions clipped to [-1, 1]; the
-base starts at 0.6 m.
+Robot and control: the robot configuration ``robot`` (moreau.tasks.robots, docs/robots.md: the
+robot file, its feet, default pose, gains, heights), by default ANYmal C
+(assets/robots/anymal_c.json; physics h = 0.005 s, decimation 4: 50 Hz control, dt = 0.02 s; PD
+servos kp = 80, kd = 2, torque limit 80 N m, the simulator's position actuators; the base starts
+at 0.6 m); joint target = default + ``action_scale`` · action, actions clipped to [-1, 1]. The
+numbers below are ANYmal C's.
 
 Observation (48, legged_gym's order and scales, ``obs_scales``)::
 
@@ -101,8 +103,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, fields, replace
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
 import torch
 
@@ -111,6 +114,7 @@ import moreau.torch as mt
 from moreau.kinematics import Kinematics
 
 from .base import DiffEnv, ended_mean
+from .robots import RobotConfig, robot_config
 
 __all__ = ["LocomotionConfig", "Locomotion", "quat_rotate", "quat_rotate_inverse", "REWARD_TERMS", "FOOT_TERMS",
            "config_to_dict", "config_from_dict"]
@@ -119,7 +123,10 @@ REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy
                 "action_rate", "torques", "dof_acc", "termination", "feet_height", "foot_slip", "feet_air_time",
                 "feet_separation")
 FOOT_TERMS = ("feet_height", "foot_slip", "feet_air_time", "feet_separation")
-FEET = ("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT")
+# The configuration fields a robot configuration supplies where the task's are None
+# (moreau.tasks.robots).
+ROBOT_FIELDS = ("kp", "kd", "torque_limit", "action_scale", "init_base_height", "base_height_target",
+                "base_height_limit", "foot_height_apex", "feet_separation_min", "command_ranges")
 
 
 def _default_weights() -> Dict[str, float]:
@@ -133,35 +140,75 @@ def _default_obs_scales() -> Dict[str, float]:
     return {"lin_vel": 2.0, "ang_vel": 0.25, "dof_pos": 1.0, "dof_vel": 0.05}
 
 
+def _robot_path(robot: RobotConfig) -> str:
+    return robot.file if os.path.isabs(robot.file) or os.path.exists(robot.file) else moreau.asset(robot.file)
+
+
 def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
-    """ANYmal C (assets/robots/anymal_c.json) with the config's joint damping and friction loss
-    on every leg joint where set, its drives' torque–speed line with ``drive_max_velocity``, and its
-    knee spheres with ``knee_contacts``."""
-    path = moreau.asset("anymal_c.json")
-    if cfg.joint_damping is None and cfg.joint_frictionloss is None and not cfg.knee_contacts and \
-            cfg.drive_max_velocity is None:
-        return moreau.load_model(path)
-    with open(path) as f:
-        robot = json.load(f)
-    if cfg.drive_max_velocity is not None:
-        for actuator in robot["actuators"]:
-            actuator["velocity_limit"] = {"peak_force": cfg.torque_limit, "max_velocity": cfg.drive_max_velocity}
-    for body in robot["bodies"]:
-        if cfg.knee_contacts and body["name"].endswith("_THIGH"):
-            leg = body["name"][:2]
-            body.setdefault("contacts", []).append({"type": "sphere", "name": f"{leg}_KNEE", "pos": [0.0303, 0.0, -0.285],
-                                                    "radius": 0.05})
-        joint = body.get("joint", {})
-        if joint.get("type") == "revolute":
-            if cfg.joint_damping is not None:
-                joint["damping"] = cfg.joint_damping
-            if cfg.joint_frictionloss is not None:
-                joint["frictionloss"] = cfg.joint_frictionloss
-    return moreau.load_model_from_string(json.dumps(robot), source=path)
+    """The configuration's robot (``cfg.robot``, moreau.tasks.robots) with the config's joint damping
+    and friction loss on every leg joint where set, its drives' torque–speed line with
+    ``drive_max_velocity``, and knee contacts with ``knee_contacts`` (the robot's knee spheres added
+    to a JSON robot file); only the feet (and knees) keep their contact points."""
+    robot = robot_config(cfg.robot)
+    path = _robot_path(robot)
+    knees = tuple(robot.knees)
+    edits = cfg.joint_damping is not None or cfg.joint_frictionloss is not None or cfg.drive_max_velocity is not None \
+        or (cfg.knee_contacts and robot.knee_sphere is not None)
+    if not edits:
+        model = moreau.load(path)
+    elif not path.endswith(".json"):
+        raise ValueError(f"Locomotion: joint_damping, joint_frictionloss, drive_max_velocity and knee spheres edit "
+                         f"a moreau JSON robot file; {path} is not one")
+    else:
+        with open(path) as f:
+            spec = json.load(f)
+        limits = _per_actuator(cfg.torque_limit, len(spec["actuators"]))
+        if cfg.drive_max_velocity is not None:
+            for actuator, limit in zip(spec["actuators"], limits):
+                actuator["velocity_limit"] = {"peak_force": limit, "max_velocity": cfg.drive_max_velocity}
+        knee_names = []
+        for body in spec["bodies"]:
+            if cfg.knee_contacts and robot.knee_sphere and body["name"].endswith(robot.knee_sphere[0]):
+                name = f"{body['name'][:-len(robot.knee_sphere[0])]}_KNEE"
+                body.setdefault("contacts", []).append({"type": "sphere", "name": name,
+                                                        "pos": list(robot.knee_sphere[1]),
+                                                        "radius": robot.knee_sphere[2]})
+                knee_names.append(name)
+            joint = body.get("joint", {})
+            if joint.get("type") == "revolute":
+                if cfg.joint_damping is not None:
+                    joint["damping"] = cfg.joint_damping
+                if cfg.joint_frictionloss is not None:
+                    joint["frictionloss"] = cfg.joint_frictionloss
+        knees += tuple(knee_names)
+        model = moreau.load_model_from_string(json.dumps(spec), source=path)
+    keep = set(robot.feet) | (set(knees) if cfg.knee_contacts else set())
+    missing = keep - set(model.con_name)
+    if missing:
+        raise ValueError(f"Locomotion: robot {cfg.robot!r}: no contact point(s) {sorted(missing)} in {path} "
+                         f"(it has {len(model.con_name)}: {', '.join(model.con_name[:12])}...)")
+    if set(model.con_name) != keep:  # the model's order kept
+        model = moreau.select_contacts(model, [n for n in model.con_name if n in keep])
+    return model
+
+
+def _per_actuator(limit, nu: int):
+    """A torque limit (one value or one per actuator) as a list of nu values."""
+    limits = list(limit) if isinstance(limit, (list, tuple)) else [limit] * nu
+    if len(limits) != nu:
+        raise ValueError(f"Locomotion: torque_limit: expected 1 or {nu} values (one per actuator), got {len(limits)}")
+    return limits
+
+
+def resolve_robot(cfg: "LocomotionConfig") -> "LocomotionConfig":
+    """``cfg`` with the robot configuration's values in the fields left None (ROBOT_FIELDS)."""
+    robot = robot_config(cfg.robot)
+    return replace(cfg, **{k: getattr(robot, k) for k in ROBOT_FIELDS if getattr(cfg, k) is None})
 
 
 @dataclass
 class LocomotionConfig:
+    robot: str = "anymal_c"                     # a name of moreau.tasks.robots.ROBOTS or a configuration file
     num_envs: int = 64
     contact: str = "hard"                       # hard, soft, smooth, hard_smooth_grad (or a ContactOptions)
     device: str = "cpu"
@@ -170,22 +217,22 @@ class LocomotionConfig:
     n_threads: int = 0                          # simulator CPU threads (0 = all)
     episode_length_s: float = 20.0
     # commands (v_x [m/s], v_y [m/s], ω_z [rad/s])
-    command_ranges: Tuple[Tuple[float, float], ...] = ((-1.0, 1.0), (-1.0, 1.0), (-1.0, 1.0))
+    command_ranges: Optional[Tuple[Tuple[float, float], ...]] = None  # None: the robot's
     resampling_time: Tuple[float, float] = (10.0, 15.0)
     small_command_threshold: float = 0.2
     # control
-    action_scale: float = 0.5
+    action_scale: Optional[float] = None        # None (here and below): the robot configuration's
     clip_actions: float = 1.0
-    kp: float = 80.0
-    kd: float = 2.0
-    torque_limit: float = 80.0
+    kp: Optional[float] = None
+    kd: Optional[float] = None
+    torque_limit: Optional[Union[float, Tuple[float, ...]]] = None  # one value or one per actuator
     joint_damping: Optional[float] = None       # [N m s/rad] on every leg joint; None: the model's
     joint_frictionloss: Optional[float] = None  # [N m] on every leg joint; None: the model's
     drive_max_velocity: Optional[float] = None  # [rad/s] torque–speed line's zero-torque speed; None: none
     # rewards
     reward_weights: Dict[str, float] = field(default_factory=_default_weights)
     tracking_sigma: float = 0.25
-    base_height_target: float = 0.5             # [m], for the base_height term
+    base_height_target: Optional[float] = None  # [m], for the base_height term
     scale_rewards_by_dt: bool = True
     only_positive_rewards: bool = False         # legged_gym clips the total at 0 (kills gradients there)
     # observations
@@ -194,10 +241,10 @@ class LocomotionConfig:
     # gait shaping (a clock and foot terms; see the module docstring)
     gait_frequency: float = 0.0                 # [Hz]; 0 = no clock and no phase observation
     gait_offsets: Tuple[float, ...] = (0.0, 0.5, 0.5, 0.0)  # LF, RF, LH, RH, fractions of a period (trot)
-    foot_height_apex: float = 0.08              # [m] swing apex of the feet_height target
+    foot_height_apex: Optional[float] = None    # [m] swing apex of the feet_height target
     foot_contact_height: float = 0.01           # [m] clearance below which a foot counts as in contact
     feet_air_time_target: float = 0.5           # [s]
-    feet_separation_min: float = 0.15           # [m] lateral left–right foot distance below which feet_separation acts
+    feet_separation_min: Optional[float] = None  # [m] lateral left–right foot distance below which feet_separation acts
     # command curriculum (off while curriculum_command is None)
     curriculum_command: Optional[Tuple[float, float, float]] = None
     curriculum_warmup_samples: float = 0.0
@@ -206,11 +253,11 @@ class LocomotionConfig:
     curriculum_tracking_threshold: float = 0.0  # 0: the schedule runs on samples alone
     curriculum_window_s: float = 2.0            # [s] time constant of the tracking average r̄
     # termination
-    base_height_limit: float = 0.25
+    base_height_limit: Optional[float] = None
     knee_contacts: bool = False                 # knee spheres on the thighs; a knee on the ground is a failure
     max_tilt: float = 1.0                       # rad
     # resets
-    init_base_height: float = 0.6
+    init_base_height: Optional[float] = None
     reset_dof_scale_range: Tuple[float, float] = (0.5, 1.5)
     reset_base_vel: float = 0.5
     # randomisation
@@ -280,7 +327,7 @@ def quat_rotate(quat: torch.Tensor, vec: torch.Tensor) -> torch.Tensor:
 
 
 class Locomotion(DiffEnv):
-    """ANYmal C velocity tracking (see the module docstring). ``Locomotion(cfg)`` or
+    """Quadruped velocity tracking (see the module docstring). ``Locomotion(cfg)`` or
     ``Locomotion(num_envs=..., contact=..., ...)`` (keyword overrides of LocomotionConfig)."""
 
     def __init__(self, cfg: Optional[LocomotionConfig] = None, **overrides):
@@ -296,10 +343,12 @@ class Locomotion(DiffEnv):
             if unknown:
                 raise ValueError(f"Locomotion: unknown reward term(s) {sorted(unknown)} (have {REWARD_TERMS})")
             overrides["reward_weights"] = w
-        self.cfg = cfg = replace(cfg, **overrides)
+        self.cfg = cfg = resolve_robot(replace(cfg, **overrides))
+        self.robot = robot_config(cfg.robot)
 
         self.sim = moreau.Simulator(robot_model(cfg), n_env=cfg.num_envs, device=cfg.device,
-                                    dtype=cfg.dtype, contact=cfg.contact, n_threads=cfg.n_threads)
+                                    dtype=cfg.dtype, contact=cfg.contact, n_threads=cfg.n_threads,
+                                    timestep=self.robot.timestep or 0.0, decimation=self.robot.decimation or 0)
         sim = self.sim
         self.device = sim.device
         self.dtype = sim.dtype
@@ -314,6 +363,10 @@ class Locomotion(DiffEnv):
         m = sim.model
         self.q0 = torch.tensor(m.qpos0, **tk)
         self.q0[2] = cfg.init_base_height
+        for joint, angle in self.robot.default_joint_pos.items():
+            if joint not in m.jnt_name:
+                raise ValueError(f"Locomotion: robot {cfg.robot!r}: default_joint_pos: no joint {joint!r} in the model")
+            self.q0[m.jnt_qposadr[m.jnt_name.index(joint)]] = angle
         self.default_dof_pos = self.q0[torch.tensor(m.actuator_qposadr, device=self.device)].clone()
         sim.set_param("kp", [cfg.kp] * self.num_actions)
         sim.set_param("kd", [cfg.kd] * self.num_actions)
@@ -323,12 +376,14 @@ class Locomotion(DiffEnv):
         self.reward_weights = dict(cfg.reward_weights)
         if self.reward_weights.get("feet_height", 0.0) and cfg.gait_frequency <= 0:
             raise ValueError("Locomotion: reward term 'feet_height' needs the gait clock (gait_frequency > 0)")
-        if len(cfg.gait_offsets) != len(FEET):
-            raise ValueError(f"Locomotion: gait_offsets: expected {len(FEET)} values (LF, RF, LH, RH), "
+        if len(cfg.gait_offsets) != len(self.robot.feet):
+            raise ValueError(f"Locomotion: gait_offsets: expected {len(self.robot.feet)} values (LF, RF, LH, RH), "
                              f"got {len(cfg.gait_offsets)}")
-        self.feet = torch.tensor([m.con_name.index(f) for f in FEET], device=self.device)
-        self.knees = torch.tensor([k for k, name in enumerate(m.con_name) if name.endswith("_KNEE")], dtype=torch.long,
+        self.feet = torch.tensor([m.con_name.index(f) for f in self.robot.feet], device=self.device)
+        feet = set(self.robot.feet)
+        self.knees = torch.tensor([k for k, name in enumerate(m.con_name) if name not in feet], dtype=torch.long,
                                   device=self.device)
+        self.torque_limit = torch.tensor(_per_actuator(cfg.torque_limit, self.num_actions), **tk)
         self.kinematics = Kinematics(m, **tk)
         self.gait_offsets = torch.tensor(cfg.gait_offsets, **tk)
         self.use_feet = any(self.reward_weights.get(k, 0.0) for k in FOOT_TERMS)
@@ -363,7 +418,7 @@ class Locomotion(DiffEnv):
         self.v = torch.zeros(n, sim.nv, **tk)
         self.last_actions = torch.zeros(n, self.num_actions, **tk)
         self.gait_phase = torch.zeros(n, **tk)
-        self.feet_air_time = torch.zeros(n, len(FEET), **tk)
+        self.feet_air_time = torch.zeros(n, len(self.robot.feet), **tk)
         self.obs = torch.zeros(n, self.num_obs, **tk)
         self.reset()
 
@@ -558,7 +613,7 @@ class Locomotion(DiffEnv):
         """PD torques clip(kp (target − q_j) − kd q̇_j, ±limit) for state (q, v)."""
         c = self.cfg
         tau = c.kp * (self.targets(actions) - q[:, 7:]) - c.kd * v[:, 6:]
-        return tau.clamp(-c.torque_limit, c.torque_limit)
+        return tau.clamp(-self.torque_limit, self.torque_limit)
 
     def reward_terms(self, q, v, q_next, v_next, actions, last_actions, commands, failed, phase=None,
                      touchdown_air_time=None, applied=None) -> Dict[str, torch.Tensor]:
@@ -596,9 +651,9 @@ class Locomotion(DiffEnv):
         clear = x1[..., 2] - r
         zero = torch.zeros(q.shape[0], dtype=q.dtype, device=q.device)
         out = {"feet_height": zero, "foot_slip": zero, "feet_air_time": zero, "feet_separation": zero}
-        if w.get("feet_separation", 0.0):  # lateral positions in the base frame; FEET = LF, RF, LH, RH
+        if w.get("feet_separation", 0.0):  # lateral positions in the base frame; feet LF, RF, LH, RH
             rel = x1 - q_next[:, None, 0:3]
-            y = quat_rotate_inverse(q_next[:, None, 3:7].expand(-1, len(FEET), 4), rel)[..., 1]
+            y = quat_rotate_inverse(q_next[:, None, 3:7].expand(-1, len(self.robot.feet), 4), rel)[..., 1]
             gap = torch.stack([y[:, 0] - y[:, 1], y[:, 2] - y[:, 3]], 1)
             out["feet_separation"] = ((c.feet_separation_min - gap).clamp_min(0.0) ** 2).sum(1)
         if w.get("feet_height", 0.0):
