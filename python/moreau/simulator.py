@@ -108,7 +108,19 @@ def export_mjcf(model: Model) -> str:
 def select_contacts(model, names) -> Model:
     """A copy of a Model (or a robot file) with only the named contact points, in the order given
     (moreau.Error for an unknown or repeated name)."""
-    return _compiled("moreau.select_contacts", _moreau.select_contacts, load(model), list(names))
+    fn = "moreau.select_contacts"
+    if not isinstance(model, (Model, str, os.PathLike)):
+        fail(fn, "model", "type", "a path (.json, .urdf, .xml) or a moreau.Model", type(model).__name__)
+    if isinstance(names, str) or not all(isinstance(n, str) for n in _iterable(fn, names)):
+        fail(fn, "names", "type", "a sequence of contact point names (str)", type(names).__name__)
+    return _compiled(fn, _moreau.select_contacts, load(model), list(names))
+
+
+def _iterable(fn: str, x):
+    try:
+        return list(x)
+    except TypeError:
+        fail(fn, "names", "type", "a sequence of contact point names (str)", type(x).__name__)
 
 
 def _contact_mode(mode, fn: str = "Simulator", arg: str = "contact") -> ContactMode:

@@ -270,6 +270,12 @@ def _entry_points(sim):
          "moreau.contact_mode_name: argument 'mode': wrong type: expected a moreau.ContactMode or one of"),
         ("export_mjcf", lambda: moreau.export_mjcf(3), moreau.TensorError,
          "moreau.export_mjcf: argument 'model': wrong type: expected a moreau.Model, got int"),
+        ("select_contacts: model", lambda: moreau.select_contacts(3, ["LF_FOOT"]), moreau.TensorError,
+         "moreau.select_contacts: argument 'model': wrong type: expected a path"),
+        ("select_contacts: names", lambda: moreau.select_contacts(cube, 5), moreau.TensorError,
+         "moreau.select_contacts: argument 'names': wrong type: expected a sequence of contact point names"),
+        ("select_contacts: name", lambda: moreau.select_contacts(cube, ["nose"]), moreau.Error,
+         "select_contacts: no contact point 'nose'"),
         # The compiled records and the Model's name lookups: nanobind checks their arguments'
         # types and its TypeError names the function, the accepted signature and the types
         # received; their values are moreau's to check where they are used (above).

@@ -343,7 +343,7 @@ class MujocoLocomotion:
         failed = failed_t.cpu().numpy() | ~np.isfinite(q1).all(1) | ~np.isfinite(v1).all(1)
         time_out = (self.episode_length >= self.max_episode_length) & ~failed
         done = failed | time_out
-        phase = np.remainder(self.gait_phase + c.gait_frequency * self.dt, 1.0)
+        phase = np.remainder(self.gait_phase + self.env.gait_frequency * self.dt, 1.0)
         with torch.no_grad():
             ta = torch.as_tensor(actions, **tk)
             terms = env.reward_terms(tq0, tv0, tq1, tv1, ta, torch.as_tensor(self.last_actions, **tk),

@@ -24,7 +24,7 @@ clipped to ±``clip_obs``. With a gait clock (``gait_frequency`` > 0) 8 more fol
     [48:56] sin 2πφ_LF, cos 2πφ_LF, sin 2πφ_RF, cos 2πφ_RF, … (LF, RF, LH, RH)
 
 Gait clock: a phase φ ∈ [0, 1) per environment advancing by ``gait_frequency`` · dt per
-control step (0 at reset); foot j's phase is φ_j = φ + ``gait_offsets``[j] (trot: LF and RH at
+control step (times the robot's ``gait_frequency_scale``: 1 for ANYmal C; 0 at reset); foot j's phase is φ_j = φ + ``gait_offsets``[j] (trot: LF and RH at
 0, RF and LH at ½); φ_j ∈ [0, ½) is foot j's swing half.
 
 Reward (per control step, each term · its weight · dt, legged_gym's flat ANYmal weights by
@@ -386,6 +386,7 @@ class Locomotion(DiffEnv):
         self.torque_limit = torch.tensor(_per_actuator(cfg.torque_limit, self.num_actions), **tk)
         self.kinematics = Kinematics(m, **tk)
         self.gait_offsets = torch.tensor(cfg.gait_offsets, **tk)
+        self.gait_frequency = cfg.gait_frequency * self.robot.gait_frequency_scale  # [Hz] (robots.py)
         self.use_feet = any(self.reward_weights.get(k, 0.0) for k in FOOT_TERMS)
 
         self.generator = torch.Generator(device=self.device)
@@ -710,7 +711,7 @@ class Locomotion(DiffEnv):
         failed, time_out = self.check_termination(q1, v1, status)
         done = failed | time_out
 
-        phase = torch.remainder(self.gait_phase + c.gait_frequency * self.dt, 1.0)
+        phase = torch.remainder(self.gait_phase + self.gait_frequency * self.dt, 1.0)
         touchdown = None
         if self.reward_weights.get("feet_air_time", 0.0):  # legged_gym: air time counted up to each touchdown
             with torch.no_grad():

@@ -19,6 +19,9 @@ name (``LocomotionConfig``), when set, override the robot's. Fields:
 - ``init_base_height``, ``base_height_target``, ``base_height_limit`` [m]: the base's height at a
   reset, the base_height term's target, and the height below which an episode fails;
 - ``foot_height_apex`` [m]: the swing apex of the feet_height term; ``feet_separation_min`` [m];
+- ``gait_frequency_scale``: the task's gait clock (``gait_frequency``, ANYmal C's 2 Hz in the trot
+  presets) runs at this multiple for the robot: sqrt(h_ANYmal / h) for a robot whose base stands at
+  h (ANYmal C 0.55 m), the same Froude number v²/(g h) at the same stride per leg length;
 - ``command_ranges``: (v_x, v_y, ω_z) ranges of the commands.
 """
 from __future__ import annotations
@@ -49,6 +52,7 @@ class RobotConfig:
     base_height_limit: float = 0.25
     foot_height_apex: float = 0.08
     feet_separation_min: float = 0.15
+    gait_frequency_scale: float = 1.0
     command_ranges: Tuple[Tuple[float, float], ...] = ((-1.0, 1.0), (-1.0, 1.0), (-1.0, 1.0))
 
 
@@ -60,7 +64,8 @@ ROBOTS: Dict[str, RobotConfig] = {
     # its Go1/A1-class robots (kp 20, kd 0.5, action scale 0.25, the A1 default pose), the file's
     # torque limits (23.7 N m hips and thighs, 35.55 N m knees); the knees are the thighs' lower
     # capsule ends; 50 Hz control of 4 physics steps of 5 ms (the file's own step is 2 ms). The base
-    # settles at 0.29 m in the default pose under its PD gains.
+    # settles at 0.29 m in the default pose under its PD gains: the gait clock sqrt(0.55 / 0.29) = 1.38
+    # times ANYmal C's.
     "go1": RobotConfig(
         file="unitree_go1/go1.xml", feet=("FL", "FR", "RL", "RR"),
         knees=("FR_thigh/geom3/end1", "FL_thigh/geom3/end1", "RR_thigh/geom3/end1", "RL_thigh/geom3/end1"),
@@ -68,7 +73,8 @@ ROBOTS: Dict[str, RobotConfig] = {
                            "FL_thigh_joint": 0.8, "FR_thigh_joint": 0.8, "RL_thigh_joint": 1.0, "RR_thigh_joint": 1.0,
                            "FL_calf_joint": -1.5, "FR_calf_joint": -1.5, "RL_calf_joint": -1.5, "RR_calf_joint": -1.5},
         timestep=0.005, decimation=4, kp=20.0, kd=0.5, torque_limit=(23.7, 23.7, 35.55) * 4, action_scale=0.25,
-        init_base_height=0.32, base_height_target=0.30, base_height_limit=0.15, foot_height_apex=0.05, feet_separation_min=0.10),
+        init_base_height=0.32, base_height_target=0.30, base_height_limit=0.15, foot_height_apex=0.05, feet_separation_min=0.10,
+        gait_frequency_scale=1.38),
 }
 
 
