@@ -45,13 +45,17 @@ Model select_contacts(const Model& model, const std::vector<std::string>& names)
   m.con_body.clear();
   m.con_pos.clear();
   m.con_radius.clear();
-  for (const std::string& name : names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    const std::string where = "select_contacts: argument 'names': element " + std::to_string(i) + ": expected ";
     const int k = index_of(model.con_name, name);
-    if (k < 0)
-      throw Error(model.source + ": select_contacts: no contact point '" + name + "' (the model has " +
-                  std::to_string(model.ncon) + ")");
-    if (index_of(m.con_name, name) >= 0)
-      throw Error(model.source + ": select_contacts: contact point '" + name + "' named twice");
+    if (k < 0) {
+      std::string have;
+      for (int c = 0; c < std::min(model.ncon, 8); ++c) have += (c ? ", " : "") + model.con_name[c];
+      throw Error(where + "a contact point of " + model.source + " (" + std::to_string(model.ncon) + ": " + have +
+                  (model.ncon > 8 ? ", ..." : "") + "), got '" + name + "'");
+    }
+    if (index_of(m.con_name, name) >= 0) throw Error(where + "a name not given before, got '" + name + "' again");
     m.con_name.push_back(name);
     m.con_body.push_back(model.con_body[k]);
     m.con_pos.insert(m.con_pos.end(), model.con_pos.begin() + 3 * k, model.con_pos.begin() + 3 * k + 3);

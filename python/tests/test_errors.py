@@ -275,7 +275,7 @@ def _entry_points(sim):
         ("select_contacts: names", lambda: moreau.select_contacts(cube, 5), moreau.TensorError,
          "moreau.select_contacts: argument 'names': wrong type: expected a sequence of contact point names"),
         ("select_contacts: name", lambda: moreau.select_contacts(cube, ["nose"]), moreau.Error,
-         "select_contacts: no contact point 'nose'"),
+         "select_contacts: argument 'names': element 0: expected a contact point of .*, got 'nose'"),
         # The compiled records and the Model's name lookups: nanobind checks their arguments'
         # types and its TypeError names the function, the accepted signature and the types
         # received; their values are moreau's to check where they are used (above).
