@@ -39,7 +39,7 @@ void advance_group(const kern::ModelView<S, D>& m, const kern::ModelView<kern::P
   if (first < 0) return;
   for (int l = 0; l < W; ++l) src[l] = run[l] ? l : first;
   // what the free velocity reads of the parameters, and the action, lane by lane
-  P kp[D::kNu], kd[D::kNu], strength[D::kNu], added, up[D::kNu];
+  P kp[D::kNu], kd[D::kNu], strength[D::kNu], added, damping, armature, up[D::kNu];
   for (int l = 0; l < W; ++l) {
     const int e = env[src[l]];
     for (int a = 0; a < m.nu; ++a) {
@@ -48,6 +48,8 @@ void advance_group(const kern::ModelView<S, D>& m, const kern::ModelView<kern::P
       strength[a].set(l, p.motor_strength.get(e, a));
     }
     added.set(l, p.added_base_mass.get(e));
+    damping.set(l, p.damping_scale.get(e));
+    armature.set(l, p.armature_scale.get(e));
     kern::set_lane(u[src[l]], m.nu, l, up);
   }
   kern::Params<P> pp{};
@@ -55,6 +57,8 @@ void advance_group(const kern::ModelView<S, D>& m, const kern::ModelView<kern::P
   pp.kd = {kd, 1};
   pp.motor_strength = {strength, 1};
   pp.added_base_mass = {&added, 1};
+  pp.damping_scale = {&damping, 1};
+  pp.armature_scale = {&armature, 1};
   const S h = m.timestep / cfg.substeps;
   const int n_steps = m.decimation * cfg.substeps;
   P qp[D::kNq], vp[D::kNv], qMp[D::kNq], dvp[D::kNv];

@@ -58,7 +58,7 @@ void passive_forces(const Model& model, const double* q, const double* v, double
   PackedModel<double> packed(model);
   const kern::ModelView<double> m = packed.view(packed.reals.data(), packed.ints.data());
   std::fill(tau_out, tau_out + model.nv, 0.0);
-  kern::passive_forces(m, q, v, tau_out);
+  kern::passive_forces(m, 1.0, q, v, tau_out);
 }
 
 double kinetic_energy(const Model& model, const double* q, const double* v) {

@@ -24,7 +24,7 @@ struct ScalarParam {
 constexpr ScalarParam kScalarParams[] = {
     {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
     {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.02}, {"frictionloss_scale", 1.0},
-    {"spin_friction", 0.0}};
+    {"spin_friction", 0.0},   {"damping_scale", 1.0}, {"armature_scale", 1.0}};
 
 template <class S>
 class TypedBackend : public Backend {
@@ -290,7 +290,8 @@ class TypedBackend : public Backend {
     };
     return {get("kp"),       get("kd"),           get("added_base_mass"), get("friction"), get("contact_kn"),
             get("contact_kd"), get("contact_zeta"), get("smooth_k"),        get("smooth_gmax"),
-            get("motor_strength"), get("frictionloss_scale"), get("spin_friction")};
+            get("motor_strength"), get("frictionloss_scale"), get("spin_friction"), get("damping_scale"),
+            get("armature_scale")};
   }
   kern::Batch<S> batch() const {
     return {options_.n_env,         d_q_,        d_v_,           d_action_, d_status_, d_time_, d_con_gap_,
@@ -333,7 +334,8 @@ class TypedBackend : public Backend {
     };
     std::string expected;
     if ((name == "kp" || name == "kd" || name == "friction" || name == "contact_zeta" || name == "smooth_gmax" ||
-         name == "motor_strength" || name == "frictionloss_scale" || name == "spin_friction") &&
+         name == "motor_strength" || name == "frictionloss_scale" || name == "spin_friction" ||
+         name == "damping_scale" || name == "armature_scale") &&
         !(x >= 0))
       expected = ">= 0";
     if ((name == "contact_kn" || name == "smooth_k") && !(x > 0)) expected = "> 0";

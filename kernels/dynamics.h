@@ -218,10 +218,11 @@ MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, con
   }
 }
 
-// H(q) by the composite-rigid-body algorithm, its tree-sparse lower triangle, plus armature and
-// `diag_extra[k]` on the diagonal (may be null). Needs forward_kinematics and body_inertias.
+// H(q) by the composite-rigid-body algorithm, its tree-sparse lower triangle, plus the armature
+// (times armature_scale) and `diag_extra[k]` on the diagonal (may be null). Needs
+// forward_kinematics and body_inertias.
 template <class S, class D>
-MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws) {
+MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws, S armature_scale = S(1)) {
   for (int i = 0; i < m.nbody; ++i) ws.Ic[i] = ws.I[i];
   // backward pass over bodies: I^c_λ += Xᵀ I^c_i X
   for (int i = m.nbody - 1; i >= 0; --i)
@@ -242,7 +243,7 @@ MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, 
     }
   }
   for (int k = 0; k < m.nv; ++k)
-    ws.H[m.dof_Madr[k] + m.dof_depth[k]] += m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
+    ws.H[m.dof_Madr[k] + m.dof_depth[k]] += armature_scale * m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
 }
 
 // Adjoint of crba for H̄ in H's sparse storage: H̄_kj there is the gradient of the one value

@@ -124,6 +124,8 @@ struct Params {
   Param<S> motor_strength;   // (len x nu) scale of each actuator's force, after its limits
   Param<S> frictionloss_scale;  // (len x 1) scale of the model's joint friction loss
   Param<S> spin_friction;       // (len x 1) torsional friction μ_spin [m]: |τ_n| ≤ μ_spin f_n at a contact
+  Param<S> damping_scale;       // (len x 1) scale of the model's joint damping D
+  Param<S> armature_scale;      // (len x 1) scale of the model's joint armature
 };
 
 // Per-simulator contact settings.

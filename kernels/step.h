@@ -44,11 +44,11 @@ MOREAU_HD void actuator_forces(const ModelView<S, D>& m, const Params<S>& p, int
   }
 }
 
-// Passive joint forces into τ (added): damping −D v and springs −k (q − q_spring) on the
-// revolute and prismatic joints that have one.
+// Passive joint forces into τ (added): damping −c D v (c: the environment's damping_scale) and
+// springs −k (q − q_spring) on the revolute and prismatic joints that have one.
 template <class S, class D>
-MOREAU_HD void passive_forces(const ModelView<S, D>& m, const S* q, const S* v, S* tau) {
-  for (int k = 0; k < m.nv; ++k) tau[k] -= m.dof_damping[k] * v[k];
+MOREAU_HD void passive_forces(const ModelView<S, D>& m, S c, const S* q, const S* v, S* tau) {
+  for (int k = 0; k < m.nv; ++k) tau[k] -= c * m.dof_damping[k] * v[k];
   if (m.has_springs)
     for (int j = 0; j < m.nbody; ++j)
       if (any_lane(m.jnt_stiffness[j] != S(0))) tau[m.jnt_dofadr[j]] -= m.jnt_stiffness[j] * (q[m.jnt_qposadr[j]] - m.jnt_springref[j]);
@@ -56,8 +56,8 @@ MOREAU_HD void passive_forces(const ModelView<S, D>& m, const S* q, const S* v, 
 
 // Adjoint of passive_forces: q̄ += (∂τ/∂q)ᵀ τ̄, v̄ += (∂τ/∂v)ᵀ τ̄.
 template <class S, class D>
-MOREAU_HD void adj_passive_forces(const ModelView<S, D>& m, const S* tau_adj, S* adj_q, S* adj_v) {
-  for (int k = 0; k < m.nv; ++k) adj_v[k] -= m.dof_damping[k] * tau_adj[k];
+MOREAU_HD void adj_passive_forces(const ModelView<S, D>& m, S c, const S* tau_adj, S* adj_q, S* adj_v) {
+  for (int k = 0; k < m.nv; ++k) adj_v[k] -= c * m.dof_damping[k] * tau_adj[k];
   if (m.has_springs)
     for (int j = 0; j < m.nbody; ++j)
       if (m.jnt_stiffness[j] != 0) adj_q[m.jnt_qposadr[j]] -= m.jnt_stiffness[j] * tau_adj[m.jnt_dofadr[j]];
@@ -148,19 +148,20 @@ template <class S, class D>
 MOREAU_HD MaskOf<S> free_velocity(const ModelView<S, D>& m, const Params<S>& p, int env, S h, const S* q, const S* v,
                                    const S* ctrl, Workspace<S, D>& ws, S* qM, S* dv) {
   const int nv = m.nv;
+  const S c = p.damping_scale.get(env);
   S hD[D::kNv];
   integrate(m, q, v, h / 2, qM);
   body_inertias(m, p.added_base_mass.get(env), ws);
   forward_kinematics(m, qM, ws);
   rnea(m, v, static_cast<const S*>(nullptr), ws, dv);  // dv = b
   for (int k = 0; k < nv; ++k) {
-    hD[k] = h * m.dof_damping[k];
+    hD[k] = h * (c * m.dof_damping[k]);
     dv[k] = -dv[k];
   }
-  passive_forces(m, qM, v, dv);
+  passive_forces(m, c, qM, v, dv);
   actuator_forces(m, p, env, qM, v, ctrl, dv);
   for (int k = 0; k < nv; ++k) dv[k] *= h;
-  crba(m, hD, ws);
+  crba(m, hD, ws, p.armature_scale.get(env));
   const MaskOf<S> ok = ltl_factor(m, ws.H);
   ltl_solve(m, ws.H, dv);
   return ok;
@@ -283,7 +284,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S, D>& m, const ContactSettings<S
   }
   adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
   for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
-  adj_passive_forces(m, tau_adj, adj_qM, adj_v);
+  adj_passive_forces(m, p.damping_scale.get(env), tau_adj, adj_qM, adj_v);
   adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
   adj_forward_kinematics(m, t.qM, t.ws, adj_qM, aw);
   adj_body_inertias(m, p.added_base_mass.get(env), adj_p.added_base_mass, aw);

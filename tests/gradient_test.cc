@@ -217,6 +217,22 @@ TEST(StepGradient, MotorStrengthMatchesFiniteDifferences) {
   expect_matches_fd(P, 1e-5);
 }
 
+// Joint damping and armature scaled per environment (damping_scale 0.5 and 2, armature_scale 2
+// and 0.5) on ANYmal C given damping 1 N m s/rad and armature 0.02 on its leg joints: the adjoint
+// uses the environment's scaled D in −D v and in the factorised H + hD.
+TEST(StepGradient, DampingAndArmatureScalesMatchFiniteDifferences) {
+  Model m = load_model(asset("anymal_c.json"));
+  for (int d = 6; d < m.nv; ++d) {
+    m.dof_damping[d] = 1.0;
+    m.dof_armature[d] = 0.02;
+  }
+  Problem P(m, 2, ContactMode::None, 7);
+  const std::vector<double> damping = {0.5, 2.0}, armature = {2.0, 0.5};
+  P.sim.set_param("damping_scale", damping.data(), 2, 1);
+  P.sim.set_param("armature_scale", armature.data(), 2, 1);
+  expect_matches_fd(P, 1e-5);
+}
+
 // Quaternion perturbations on the manifold: q ⊕ ε δ, with ⊕ the exponential map.
 TEST(StepGradient, ManifoldPerturbationOfTheBaseOrientation) {
   Problem P("anymal_c.json", 1, ContactMode::None, 4);

@@ -78,9 +78,10 @@ struct Batch {
     kd.assign(model.actuator_kd.begin(), model.actuator_kd.end());
     added.assign(n, S(0));
     for (int e = 0; e < n; ++e) added[e] = e == heavy_env ? S(-1e3) : S(0.5 * (e % 3));
-    ones.assign(m.nu + 1, S(1));  // motor strength and friction-loss scale
-    p = {{kp.data(), 1}, {kd.data(), 1}, {added.data(), n}, {&mu, 1},         {&kn, 1},        {&kdn, 1},
-         {&zeta, 1},     {&sk, 1},       {&gmax, 1},        {ones.data(), 1}, {ones.data(), 1}, {&spin, 1}};
+    ones.assign(m.nu + 1, S(1));  // motor strength; friction-loss, damping, armature scales
+    p = {{kp.data(), 1},   {kd.data(), 1}, {added.data(), n},  {&mu, 1},   {&kn, 1},
+         {&kdn, 1},        {&zeta, 1},     {&sk, 1},           {&gmax, 1}, {ones.data(), 1},
+         {ones.data(), 1}, {&spin, 1},     {ones.data(), 1},   {ones.data(), 1}};
     for (int e = 0; e < n; ++e) {
       for (int k = 0; k < m.nq; ++k) q[k * n + e] = static_cast<S>(model.qpos0[k]);
       for (int a = 0; a < m.nu; ++a) u[a * n + e] = static_cast<S>(model.qpos0[m.actuator_qposadr[a]]);

@@ -750,6 +750,42 @@ TEST(Damping, JointDampingIsImplicit) {
   EXPECT_NEAR_REL(s.q1, q_exp, 1e-14, 1e-15, "q_{k+1} vs q_M + h/2 v_{k+1}");
 }
 
+// Per-environment damping_scale c and armature_scale a: environment e steps as the model with
+// damping c_e D and armature a_e A does (both scales 1: the same bits as without them).
+TEST(Damping, DampingAndArmatureScalesActPerEnvironment) {
+  Model model = load_model(asset("double_pendulum.json"));
+  model.dof_damping = {3.0, 1.5};
+  model.dof_armature = {0.02, 0.01};
+  const std::vector<double> c = {1.0, 0.0, 2.5}, a = {1.0, 3.0, 0.5};
+  const std::vector<double> q0 = {0.4, -0.7, 0.4, -0.7, 0.4, -0.7}, v0 = {1.2, -2.0, 1.2, -2.0, 1.2, -2.0};  // (n_env x 2)
+  Simulator sim(model, opts64(3, 0.01, 5));
+  sim.set_param("damping_scale", c.data(), 3, 1);
+  sim.set_param("armature_scale", a.data(), 3, 1);
+  sim.set_state(q0.data(), v0.data(), 3);
+  sim.step(1);
+  std::vector<double> q(6), v(6);
+  sim.get_state(q.data(), v.data(), 3);
+  for (int e = 0; e < 3; ++e) {
+    SCOPED_TRACE("environment " + std::to_string(e));
+    Model scaled = model;
+    for (int k = 0; k < 2; ++k) {
+      scaled.dof_damping[k] *= c[e];
+      scaled.dof_armature[k] *= a[e];
+    }
+    Simulator one(scaled, opts64(1, 0.01, 5));
+    const double qe[2] = {q0[2 * e], q0[2 * e + 1]}, ve[2] = {v0[2 * e], v0[2 * e + 1]};
+    one.set_state(qe, ve, 1);
+    one.step(1);
+    std::vector<double> q1(2), v1(2);
+    one.get_state(q1.data(), v1.data(), 1);
+    const std::vector<double> qs(q.begin() + 2 * e, q.begin() + 2 * e + 2), vs(v.begin() + 2 * e, v.begin() + 2 * e + 2);
+    EXPECT_NEAR_REL(qs, q1, 1e-13, 1e-14, "q vs the scaled model's");
+    EXPECT_NEAR_REL(vs, v1, 1e-13, 1e-14, "v vs the scaled model's");
+    if (e == 0) EXPECT_TRUE(qs == q1 && vs == v1) << "scales 1: same bits";
+  }
+  EXPECT_GT(std::abs(v[0] - v[2]) + std::abs(v[0] - v[4]), 1e-3) << "the scales should change the motion measurably";
+}
+
 TEST(Springs, JointSpringsActAtTheMidpoint) {
   // (H(q_M) + h D) Δv = h (−k (q_M − q_spring) − b(q_M, v) − D v) on the double pendulum with
   // a spring and damping on both joints.

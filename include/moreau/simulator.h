@@ -136,7 +136,8 @@ class Simulator {
   // (−1: from contact_zeta), "contact_zeta" (1), "smooth_k" (300 1/m), "smooth_gmax" (0.02 m),
   // "motor_strength" (width nu, 1: each actuator's force scaled after its limits),
   // "frictionloss_scale" (1: the model's joint friction loss scaled), "spin_friction" (0 m:
-  // torsional friction μ_spin at every contact point, |τ_n| ≤ μ_spin f_n; no gradient).
+  // torsional friction μ_spin at every contact point, |τ_n| ≤ μ_spin f_n; no gradient),
+  // "damping_scale", "armature_scale" (1: the model's joint damping and armature scaled; no gradient).
   View param(const std::string& name);
   void set_param(const std::string& name, const double* values, int len, int width);
   std::vector<std::string> param_names() const;

@@ -158,6 +158,33 @@ def test_fixed_parameters_of_the_forward_serve_the_backward(gen):
     assert not torch.allclose(v1c, v1.detach())
 
 
+def test_damping_and_armature_scales_act_and_their_gradient_matches_gradcheck(gen):
+    """damping_scale and armature_scale (per environment, no gradient) on the Go1 in the air (the
+    Menagerie's joint damping 1-2 N m s/rad and armature 0.01): zero damping and tripled armature
+    change the motion; gradcheck of the state and action with the scales 0.5 / 2 and 2 / 0.5."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moreau.ModelWarning)
+        sim = moreau.Simulator(moreau.asset("unitree_go1/go1.xml"), n_env=2, dtype=torch.float64, contact="none",
+                               n_threads=1)
+    q, v, a = airborne_anymal(sim, gen)
+    ones = torch.ones(2, dtype=torch.float64)
+    _, v_model = mt.step(sim, q, v, a)
+    _, v_ones = mt.step(sim, q, v, a, damping_scale=ones, armature_scale=ones)
+    _, v_undamped = mt.step(sim, q, v, a, damping_scale=0 * ones)
+    _, v_heavy = mt.step(sim, q, v, a, armature_scale=3 * ones)
+    assert torch.equal(v_ones, v_model)
+    assert (v_undamped - v_model).abs().max() > 1e-2 and (v_heavy - v_model).abs().max() > 1e-2
+    damping = torch.tensor([0.5, 2.0], dtype=torch.float64)
+    armature = torch.tensor([2.0, 0.5], dtype=torch.float64)
+    inputs = [x.clone().requires_grad_() for x in (q, v, a)]
+
+    def f(q_, v_, a_):
+        return mt.step(sim, q_, v_, a_, damping_scale=damping, armature_scale=armature)
+
+    assert torch.autograd.gradcheck(f, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
 @pytest.mark.parametrize("mode", ["hard", "smooth", "soft"])
 def test_spin_friction_slows_a_spinning_cube_and_its_gradient_matches_gradcheck(mode, gen):
     """spin_friction (per environment, no gradient): two copies of a cube pressed on the ground and

@@ -400,6 +400,8 @@ def test_go1_configuration_stands_under_its_pd_gains():
                        randomize_base_mass=False, reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0))
     assert sorted(e.sim.model.con_name) == ["FL", "FR", "RL", "RR"] and e.dt == pytest.approx(0.02)
     assert e.cfg.kp == 20.0 and e.cfg.action_scale == 0.25 and e.torque_limit.tolist() == pytest.approx([23.7, 23.7, 35.55] * 4)
+    # the file's joint damping (its servos' derivative part) is in the model but not simulated
+    assert max(e.sim.model.dof_damping) == 2.0 and e.cfg.damping_scale == 0.0
     e.reset()
     heights = []
     with torch.no_grad():
@@ -409,6 +411,26 @@ def test_go1_configuration_stands_under_its_pd_gains():
             heights.append(e.q[:, 2].clone())
     assert 0.27 < float(heights[100].min()) and float(heights[100].max()) < 0.31
     assert float((heights[-1] - heights[100]).abs().max()) < 2e-3
+    assert torch.equal(e.sim.param("damping_scale")[:, 0], torch.zeros(8))
+
+
+def test_damping_and_armature_randomisation_and_old_checkpoints():
+    """randomize_damping draws damping_scale · U[range], randomize_armature U[range], per
+    environment, into the simulator's parameters; a configuration saved before damping_scale
+    existed loads with the model's damping (1)."""
+    from moreau.tasks.locomotion import LocomotionConfig, config_from_dict, config_to_dict, resolve_robot
+    e = env_(64, push_robots=False, damping_scale=2.0, randomize_damping=True, damping_scale_range=(0.5, 1.5),
+             randomize_armature=True, armature_scale_range=(0.8, 1.2))
+    assert (e.damping_scale >= 1.0).all() and (e.damping_scale <= 3.0).all() and e.damping_scale.std() > 0.2
+    assert (e.armature_scale >= 0.8).all() and (e.armature_scale <= 1.2).all() and e.armature_scale.std() > 0.05
+    with torch.no_grad():
+        e.step(torch.zeros(64, 12))
+    assert torch.allclose(e.sim.param("damping_scale")[:, 0], e.damping_scale)
+    assert torch.allclose(e.sim.param("armature_scale")[:, 0], e.armature_scale)
+    d = config_to_dict(resolve_robot(LocomotionConfig(robot="go1")))
+    assert config_from_dict(d).damping_scale == 0.0
+    del d["damping_scale"]
+    assert config_from_dict(d).damping_scale == 1.0
 
 
 def test_robot_configuration_from_a_file(tmp_path):

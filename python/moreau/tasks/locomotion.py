@@ -79,13 +79,15 @@ where the scale is 0. Without the gate the schedule depends on the step count al
 in Python numbers.
 
 Drives: ``joint_damping`` and ``joint_frictionloss`` (when set) replace the model's viscous damping
-and friction loss on every leg joint; ``drive_max_velocity`` (when set) gives every actuator a
+and friction loss on every leg joint (JSON robot files); ``damping_scale`` (the robot
+configuration's unless set) scales the model's damping in the simulator; ``drive_max_velocity`` (when set) gives every actuator a
 torque–speed line, the torque bound falling from ``torque_limit`` at rest to 0 at that joint
 speed.
 
 Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
 when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
-strength ~ U[``motor_strength_range``], the smooth contact's sigmoid scale k ~
+strength ~ U[``motor_strength_range``], a damping scale ~ ``damping_scale`` · U[``damping_scale_range``],
+an armature scale ~ U[``armature_scale_range``], the smooth contact's sigmoid scale k ~
 U[``smooth_k_range``] (foot compliance while training through smooth contact), the feet's
 torsional friction μ_spin ~ U[``spin_friction_range``] (otherwise ``spin_friction``, 0: none) per
 environment,
@@ -125,7 +127,7 @@ REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy
 FOOT_TERMS = ("feet_height", "foot_slip", "feet_air_time", "feet_separation")
 # The configuration fields a robot configuration supplies where the task's are None
 # (moreau.tasks.robots).
-ROBOT_FIELDS = ("kp", "kd", "torque_limit", "action_scale", "init_base_height", "base_height_target",
+ROBOT_FIELDS = ("kp", "kd", "torque_limit", "action_scale", "damping_scale", "init_base_height", "base_height_target",
                 "base_height_limit", "foot_height_apex", "feet_separation_min", "command_ranges")
 
 
@@ -227,6 +229,7 @@ class LocomotionConfig:
     kd: Optional[float] = None
     torque_limit: Optional[Union[float, Tuple[float, ...]]] = None  # one value or one per actuator
     joint_damping: Optional[float] = None       # [N m s/rad] on every leg joint; None: the model's
+    damping_scale: Optional[float] = None       # the model's joint damping simulated times this
     joint_frictionloss: Optional[float] = None  # [N m] on every leg joint; None: the model's
     drive_max_velocity: Optional[float] = None  # [rad/s] torque–speed line's zero-torque speed; None: none
     # rewards
@@ -267,6 +270,10 @@ class LocomotionConfig:
     added_mass_range: Tuple[float, float] = (-5.0, 5.0)
     randomize_frictionloss: bool = False
     frictionloss_scale_range: Tuple[float, float] = (0.0, 2.0)
+    randomize_damping: bool = False
+    damping_scale_range: Tuple[float, float] = (0.5, 1.5)  # times damping_scale
+    randomize_armature: bool = False
+    armature_scale_range: Tuple[float, float] = (0.5, 1.5)
     randomize_motor_strength: bool = False
     motor_strength_range: Tuple[float, float] = (0.9, 1.1)
     randomize_smooth_k: bool = False
@@ -302,6 +309,8 @@ def config_from_dict(d: Dict) -> "LocomotionConfig":
     if bad:
         raise ValueError(f"Locomotion config: unknown field(s) {sorted(bad)}")
     kw = {}
+    if "robot" in d and "damping_scale" not in d:  # saved before the field existed: the model's damping
+        kw["damping_scale"] = 1.0
     for k, val in d.items():
         if k == "dtype":
             val = getattr(torch, val)
@@ -406,6 +415,8 @@ class Locomotion(DiffEnv):
         self.friction = torch.ones(n, **tk)
         self.added_base_mass = torch.zeros(n, **tk)
         self.frictionloss_scale = torch.ones(n, **tk)
+        self.damping_scale = torch.full((n,), cfg.damping_scale, **tk)
+        self.armature_scale = torch.ones(n, **tk)
         self.motor_strength = torch.ones(n, self.num_actions, **tk)
         self.smooth_k = torch.full((n,), 300.0, **tk)
         self.spin_friction = torch.full((n,), cfg.spin_friction, **tk)
@@ -513,6 +524,11 @@ class Locomotion(DiffEnv):
         if c.randomize_frictionloss:
             self.frictionloss_scale = torch.where(mask, self._uniform(*c.frictionloss_scale_range, n),
                                                   self.frictionloss_scale)
+        if c.randomize_damping:
+            self.damping_scale = torch.where(mask, c.damping_scale * self._uniform(*c.damping_scale_range, n),
+                                             self.damping_scale)
+        if c.randomize_armature:
+            self.armature_scale = torch.where(mask, self._uniform(*c.armature_scale_range, n), self.armature_scale)
         if c.randomize_motor_strength:
             self.motor_strength = torch.where(mask[:, None], self._uniform(*c.motor_strength_range, n, self.num_actions),
                                               self.motor_strength)
@@ -705,6 +721,7 @@ class Locomotion(DiffEnv):
         q1, v1, status = mt.step(self.sim, q, v, self.targets(applied), friction=self.friction,
                                  added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
                                  motor_strength=self.motor_strength, spin_friction=self.spin_friction,
+                                 damping_scale=self.damping_scale, armature_scale=self.armature_scale,
                                  smooth_k=self.smooth_k if c.randomize_smooth_k else None, return_status=True)
         self.episode_length_buf = self.episode_length_buf + 1
         self.common_step_counter += 1

@@ -16,6 +16,8 @@ name (``LocomotionConfig``), when set, override the robot's. Fields:
   file's);
 - ``kp``, ``kd`` [N m/rad, N m s/rad], ``torque_limit`` [N m] (one value, or one per actuator),
   ``action_scale`` [rad per unit action];
+- ``damping_scale``: the file's joint damping is simulated times this (0 where the file's damping
+  stands for its own position servos' derivative gain, which the task's PD law replaces);
 - ``init_base_height``, ``base_height_target``, ``base_height_limit`` [m]: the base's height at a
   reset, the base_height term's target, and the height below which an episode fails;
 - ``foot_height_apex`` [m]: the swing apex of the feet_height term; ``feet_separation_min`` [m];
@@ -47,6 +49,7 @@ class RobotConfig:
     kd: float = 2.0
     torque_limit: Union[float, Tuple[float, ...]] = 80.0
     action_scale: float = 0.5
+    damping_scale: float = 1.0
     init_base_height: float = 0.6
     base_height_target: float = 0.5
     base_height_limit: float = 0.25
@@ -63,7 +66,10 @@ ROBOTS: Dict[str, RobotConfig] = {
     # Unitree Go1 (MuJoCo Menagerie's go1.xml, assets/robots/unitree_go1): legged_gym's settings of
     # its Go1/A1-class robots (kp 20, kd 0.5, action scale 0.25, the A1 default pose), the file's
     # torque limits (23.7 N m hips and thighs, 35.55 N m knees); the knees are the thighs' lower
-    # capsule ends; 50 Hz control of 4 physics steps of 5 ms (the file's own step is 2 ms). The base
+    # capsule ends; 50 Hz control of 4 physics steps of 5 ms (the file's own step is 2 ms). The file's
+    # joint damping (2 N m s/rad, 1 at the abduction joints) is the derivative part of its kp-100
+    # position servos (which have no kv): the task's PD law (kd 0.5) replaces it, so it is not
+    # simulated (damping_scale 0); the friction loss (0.2 N m) and armature stay. The base
     # settles at 0.29 m in the default pose under its PD gains: the gait clock sqrt(0.55 / 0.29) = 1.38
     # times ANYmal C's.
     "go1": RobotConfig(
@@ -72,7 +78,7 @@ ROBOTS: Dict[str, RobotConfig] = {
         default_joint_pos={"FL_hip_joint": 0.1, "RL_hip_joint": 0.1, "FR_hip_joint": -0.1, "RR_hip_joint": -0.1,
                            "FL_thigh_joint": 0.8, "FR_thigh_joint": 0.8, "RL_thigh_joint": 1.0, "RR_thigh_joint": 1.0,
                            "FL_calf_joint": -1.5, "FR_calf_joint": -1.5, "RL_calf_joint": -1.5, "RR_calf_joint": -1.5},
-        timestep=0.005, decimation=4, kp=20.0, kd=0.5, torque_limit=(23.7, 23.7, 35.55) * 4, action_scale=0.25,
+        timestep=0.005, decimation=4, kp=20.0, kd=0.5, torque_limit=(23.7, 23.7, 35.55) * 4, action_scale=0.25, damping_scale=0.0,
         init_base_height=0.32, base_height_target=0.30, base_height_limit=0.15, foot_height_apex=0.05, feet_separation_min=0.10,
         gait_frequency_scale=1.38),
 }
