@@ -91,14 +91,15 @@ inline double calls_per_second(const std::function<void()>& call, const std::fun
 }
 
 // The standing state reached from the default one after kSettleSimSeconds with the servos
-// holding the default pose (one float64 CPU environment; cached per mode). Empty without contact.
+// holding the default pose (one float64 CPU environment; cached per model object and mode, so
+// the model must outlive the run). Empty without contact.
 struct Settled {
   std::vector<double> q, v;
 };
 inline const Settled& settled_state(const moreau::Model& model, ContactMode mode) {
-  static std::vector<std::pair<ContactMode, std::unique_ptr<Settled>>> cache;
+  static std::vector<std::pair<std::pair<const moreau::Model*, ContactMode>, std::unique_ptr<Settled>>> cache;
   for (const auto& c : cache)
-    if (c.first == mode) return *c.second;
+    if (c.first == std::make_pair(&model, mode)) return *c.second;
   auto s = std::make_unique<Settled>();
   if (mode != ContactMode::None) {
     moreau::SimulatorOptions so;
@@ -116,7 +117,7 @@ inline const Settled& settled_state(const moreau::Model& model, ContactMode mode
     s->v.resize(model.nv);
     sim.get_state(s->q.data(), s->v.data(), 1);
   }
-  cache.emplace_back(mode, std::move(s));
+  cache.emplace_back(std::make_pair(&model, mode), std::move(s));
   return *cache.back().second;
 }
 

@@ -7,6 +7,7 @@
 //   moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]
 //                        [--trials N] [--device cpu|cuda|all] [--json-out FILE]
 //                        [--contact none|hard|soft|smooth|hard_smooth_grad|all] [--kick]
+//                        [--terrain H]
 //
 // One environment-step is one PHYSICS step of one environment (a control step is
 // `decimation` of them; soft contact's automatic substeps are inside it). Each figure is the
@@ -22,6 +23,10 @@
 // reset, from the settled state with its velocity kicked by N(0, 0.5²) per coordinate (seeded
 // per environment): feet slide and lift, as along a gait, where the standing robot's contact
 // solve is at its easiest (docs/contact.md, "Sliding feet"; bench/contact_solver.py).
+// --terrain H: the table's rows (not the MuJoCo comparison) stand the robot on a heightfield of
+// 201 x 201 samples 0.1 m apart centred on it, heights uniform in ±H m (seeded); with H = 0 its
+// physics are the plane's bit for bit, so the rate against a run without --terrain is the cost
+// of the ground lookup alone.
 // Exit status: 0; 1 when a measured target fails or an environment froze (non-zero status);
 // 2 on bad arguments or an error.
 #include <algorithm>
@@ -75,7 +80,9 @@ void usage() {
       "             moreau-mujoco-peer, MuJoCo's current release, when built)\n"
       "  --cuda-block  CUDA threads per block, one row each (default 128; multiples of 32 up to 256)\n"
       "  --kick     the table's rows start from the settled state with velocities + N(0, 0.5^2)\n"
-      "             (feet sliding); the MuJoCo comparison stays standing");
+      "             (feet sliding); the MuJoCo comparison stays standing\n"
+      "  --terrain H  the table's rows on a heightfield, heights uniform in +-H m (0: flat, the\n"
+      "             plane's physics through the heightfield lookup)");
 }
 
 // moreau: one call = one control step of every environment. With contact, every reset puts
@@ -231,12 +238,18 @@ void print_row(const Row& r) {
 int main(int argc, char** argv) {
   Options o;
   bool kick = false;
+  double terrain = -1;  // < 0: the plane
   const std::string command = command_line(argc, argv);
   try {
     for (int i = 1; i < argc; ++i) {
       if (parse_common_option(argc, argv, i, o)) continue;
       if (std::string(argv[i]) == "--kick") {
         kick = true;
+        continue;
+      }
+      if (std::string(argv[i]) == "--terrain" && i + 1 < argc) {
+        terrain = std::atof(argv[++i]);
+        if (!(terrain >= 0)) throw moreau::Error("--terrain: expected a height >= 0 [m]");
         continue;
       }
       const std::string a = argv[i];
@@ -246,6 +259,15 @@ int main(int argc, char** argv) {
     if (o.threads <= 0) o.threads = static_cast<int>(std::thread::hardware_concurrency());
 
     const moreau::Model model = moreau::load_model(o.robot);
+    moreau::Model table_model = model;  // the table's rows: on the heightfield with --terrain
+    if (terrain >= 0) {
+      std::mt19937 rng(1);
+      std::uniform_real_distribution<double> height(-terrain, terrain);
+      std::vector<double> h(201 * 201);
+      for (double& z : h) z = height(rng);
+      table_model = moreau::with_heightfield(model, h, 201, 201, 0.1, 0.1, -10.0, -10.0);
+      std::printf("terrain: 201 x 201 heights 0.1 m apart, uniform in +-%g m (the table's rows)\n", terrain);
+    }
     const int per_reset = std::max(1, static_cast<int>(kResetSimSeconds / (model.timestep * model.decimation)));
     const bool cuda = o.cuda && moreau::cuda_available();
     const std::string gpu = cuda ? gpu_name(0) : "";
@@ -268,7 +290,7 @@ int main(int argc, char** argv) {
             so.dtype = dt;
             so.n_threads = o.threads;
             so.contact.mode = mode;
-            rows.push_back(bench_moreau(model, so, o, per_reset, kick));
+            rows.push_back(bench_moreau(table_model, so, o, per_reset, kick));
             print_row(rows.back());
           }
         }
@@ -281,7 +303,7 @@ int main(int argc, char** argv) {
             so.device = moreau::Device::CUDA;
             so.cuda_block = block;
             so.contact.mode = mode;
-            rows.push_back(bench_moreau(model, so, o, per_reset, kick));
+            rows.push_back(bench_moreau(table_model, so, o, per_reset, kick));
             print_row(rows.back());
           }
       }
@@ -295,6 +317,7 @@ int main(int argc, char** argv) {
     bool failed = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.frozen != 0; });
 
     json out = json_header("forward", model, o, command);
+    if (terrain >= 0) out["terrain_height"] = terrain;
     for (const Row& r : rows) out["rows"].push_back(row_json(r));
     if (cuda) out["machine"]["gpu"] = gpu;
     out["mujoco"]["version"] = mj_versionString();

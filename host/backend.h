@@ -54,6 +54,7 @@ void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
   f(v.con_body, m.con_body);
   f(v.con_pos, m.con_pos);
   f(v.con_radius, m.con_radius);
+  f(v.hfield_height, m.hfield_height);
 }
 
 // The model's arrays converted to scalar S and packed into one real and one int block, so
@@ -105,6 +106,12 @@ struct PackedModel {
     v.njrow = joint_rows(m);
     v.timestep = static_cast<S>(m.timestep);
     for (int k = 0; k < 3; ++k) v.gravity[k] = static_cast<S>(m.gravity[k]);
+    v.hfield_nx = m.hfield_nx;
+    v.hfield_ny = m.hfield_ny;
+    v.hfield_x0 = static_cast<S>(m.hfield_origin[0]);
+    v.hfield_y0 = static_cast<S>(m.hfield_origin[1]);
+    v.hfield_dx = static_cast<S>(m.hfield_spacing[0]);
+    v.hfield_dy = static_cast<S>(m.hfield_spacing[1]);
     size_t r = 0, i = 0;
     for_each_model_array(m, v, [&](auto& field, const auto& array) {
       using T = typename std::decay_t<decltype(array)>::value_type;

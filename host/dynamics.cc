@@ -138,7 +138,7 @@ void contact_gaps(const Model& model, const double* q, double* gaps_out) {
   require(gaps_out, "contact_gaps", "gaps_out", model.ncon);
   HostDynamics d(model, q);
   kern::ContactScratch<double> cs;
-  kern::contact_candidates(d.m, d.ws, q, kern::PlaneGround<double>{}, -1e300, cs, gaps_out);
+  kern::contact_candidates(d.m, d.ws, q, kern::ground_of(d.m, 0.0, 0.0), -1e300, cs, gaps_out);
 }
 
 double lowest_gap(const Model& model, const double* q) {

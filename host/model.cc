@@ -1,5 +1,6 @@
 // Model helpers: name lookups, totals and contact selection.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -62,6 +63,31 @@ Model select_contacts(const Model& model, const std::vector<std::string>& names)
     m.con_radius.push_back(model.con_radius[k]);
   }
   m.ncon = static_cast<int>(names.size());
+  return m;
+}
+
+Model with_heightfield(const Model& model, const std::vector<double>& height, int nx, int ny, double dx, double dy,
+                       double origin_x, double origin_y) {
+  const auto fail = [](const std::string& arg, const std::string& expected, const std::string& got) {
+    throw Error("with_heightfield: argument '" + arg + "': expected " + expected + ", got " + got);
+  };
+  if (nx < 2) fail("nx", ">= 2 samples", std::to_string(nx));
+  if (ny < 2) fail("ny", ">= 2 samples", std::to_string(ny));
+  if (!(dx > 0) || !std::isfinite(dx)) fail("dx", "a spacing > 0 [m]", std::to_string(dx));
+  if (!(dy > 0) || !std::isfinite(dy)) fail("dy", "a spacing > 0 [m]", std::to_string(dy));
+  if (!std::isfinite(origin_x) || !std::isfinite(origin_y)) fail("origin", "finite coordinates", "a non-finite one");
+  if (height.size() != static_cast<size_t>(nx) * ny)
+    fail("height", "nx * ny = " + std::to_string(static_cast<size_t>(nx) * ny) + " values", std::to_string(height.size()));
+  for (size_t k = 0; k < height.size(); ++k)
+    if (!std::isfinite(height[k])) fail("height", "finite values", "a non-finite one at index " + std::to_string(k));
+  Model m = model;
+  m.hfield_nx = nx;
+  m.hfield_ny = ny;
+  m.hfield_spacing[0] = dx;
+  m.hfield_spacing[1] = dy;
+  m.hfield_origin[0] = origin_x;
+  m.hfield_origin[1] = origin_y;
+  m.hfield_height = height;
   return m;
 }
 

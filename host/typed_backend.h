@@ -24,7 +24,8 @@ struct ScalarParam {
 constexpr ScalarParam kScalarParams[] = {
     {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
     {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.02}, {"frictionloss_scale", 1.0},
-    {"spin_friction", 0.0},   {"damping_scale", 1.0}, {"armature_scale", 1.0}};
+    {"spin_friction", 0.0},   {"damping_scale", 1.0}, {"armature_scale", 1.0}, {"terrain_x", 0.0},
+    {"terrain_y", 0.0}};
 
 template <class S>
 class TypedBackend : public Backend {
@@ -291,7 +292,7 @@ class TypedBackend : public Backend {
     return {get("kp"),       get("kd"),           get("added_base_mass"), get("friction"), get("contact_kn"),
             get("contact_kd"), get("contact_zeta"), get("smooth_k"),        get("smooth_gmax"),
             get("motor_strength"), get("frictionloss_scale"), get("spin_friction"), get("damping_scale"),
-            get("armature_scale")};
+            get("armature_scale"), get("terrain_x"), get("terrain_y")};
   }
   kern::Batch<S> batch() const {
     return {options_.n_env,         d_q_,        d_v_,           d_action_, d_status_, d_time_, d_con_gap_,

@@ -33,6 +33,9 @@ MOREAU_HD float mexp(float x) { return expf(x); }
 MOREAU_HD double mexp(double x) { return exp(x); }
 MOREAU_HD float mabs(float x) { return fabsf(x); }
 MOREAU_HD double mabs(double x) { return fabs(x); }
+// ⌊x⌋ as an int, for x in an int's range (a grid index)
+MOREAU_HD int floor_index(float x) { return static_cast<int>(floorf(x)); }
+MOREAU_HD int floor_index(double x) { return static_cast<int>(floor(x)); }
 template <class S>
 MOREAU_HD bool is_finite(S x) {
   return x - x == x - x;  // false for NaN and ±Inf, also under -ffast-math-free builds

@@ -11,13 +11,50 @@
 namespace moreau {
 namespace kern {
 
-// The ground: height and unit normal at (x, y). The plane z = 0 for now; a heightfield can
-// replace it without touching the solvers.
+// The ground under an environment: the plane z = 0, or the model's heightfield seen from the
+// environment's origin (terrain_x, terrain_y). The heightfield is piecewise planar: cell (i, j)
+// of the sample grid is split along its diagonal from sample (i, j) to (i+1, j+1) into two
+// triangles, each a plane; beyond the grid's edges the edge's heights continue unchanged
+// outward. Within a facet the height is linear and the normal n = (−h_x, −h_y, 1)/|·| constant,
+// so a sphere's gap (z − h) n_z − r is its exact distance to the facet's plane and the gap's
+// gradient with respect to the sphere's centre is n (docs/terrain.md).
 template <class S>
-struct PlaneGround {
-  MOREAU_HD S height(S /*x*/, S /*y*/) const { return 0; }
-  MOREAU_HD Vec3<S> normal(S /*x*/, S /*y*/) const { return {0, 0, 1}; }
+struct Ground {
+  int nx, ny;  // 0: the plane
+  S x0, y0, dx, dy;
+  const S* z;
+  // Height and unit normal at world (x, y) of the environment.
+  MOREAU_HD void surface(S x, S y, S& height, Vec3<S>& normal) const {
+    if (nx == 0) {
+      height = 0;
+      normal = {0, 0, 1};
+      return;
+    }
+    // grid coordinates, clamped to the grid (NaN to 0); a clamped coordinate does not change the height
+    const S u = (x - x0) / dx, w = (y - y0) / dy;
+    const S uc = u > S(0) ? mmin(u, S(nx - 1)) : S(0), wc = w > S(0) ? mmin(w, S(ny - 1)) : S(0);
+    const int i = mmin(floor_index(uc), nx - 2), j = mmin(floor_index(wc), ny - 2);
+    const S fu = uc - S(i), fw = wc - S(j);
+    const S z00 = z[j * nx + i], z10 = z[j * nx + i + 1], z01 = z[(j + 1) * nx + i], z11 = z[(j + 1) * nx + i + 1];
+    // the triangle (00, 10, 11) below the diagonal (fu ≥ fw), else (00, 01, 11)
+    const bool lower = fu >= fw;
+    const S hu = lower ? z10 - z00 : z11 - z01, hw = lower ? z11 - z10 : z01 - z00;
+    height = z00 + (lower ? fu * hu + fw * hw : fw * hw + fu * hu);
+    const S hx = u == uc ? hu / dx : S(0), hy = w == wc ? hw / dy : S(0);
+    const S inv = S(1) / msqrt(S(1) + hx * hx + hy * hy);
+    normal = {-hx * inv, -hy * inv, inv};
+  }
 };
+
+// The model's ground seen from an environment whose origin is at (ox, oy) in the heightfield's frame.
+template <class S, class D>
+MOREAU_HD Ground<S> ground_of(const ModelView<S, D>& m, S ox, S oy) {
+  return {m.hfield_nx, m.hfield_ny, m.hfield_x0 - ox, m.hfield_y0 - oy, m.hfield_dx, m.hfield_dy, m.hfield_height};
+}
+template <class S, class D>
+MOREAU_HD Ground<S> ground_of(const ModelView<S, D>& m, const Params<S>& p, int env) {
+  return ground_of(m, p.terrain_x.get(env), p.terrain_y.get(env));
+}
 
 // One-row blocks. Joint rows, on one dof d: a position limit, J = +e_d at the lower and −e_d
 // at the upper end (an impulse P ≥ 0 pushes the joint back into its range), or friction loss F,
@@ -176,9 +213,10 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, vec3(m.con_pos + 3 * k));  // relative to the base
     const S x = centre.x + base.x, y = centre.y + base.y;
     Vec3<S> frame[3];
-    frame[0] = ground.normal(x, y);
+    S height;
+    ground.surface(x, y, height, frame[0]);
     // gap along the normal from the ground point (x, y, height) to the sphere surface
-    const S gap = (centre.z + base.z - ground.height(x, y)) * frame[0].z - m.con_radius[k];
+    const S gap = (centre.z + base.z - height) * frame[0].z - m.con_radius[k];
     if (gaps) gaps[k] = gap;
     if (gap > threshold || cs.n == D::kActive) continue;
     tangents(frame[0], frame[1], frame[2]);
@@ -241,13 +279,16 @@ MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, in
 }
 
 // Adjoint of the contact kinematics (contact_candidates' gaps, point_jacobian's rows and the spin
-// rows) for the active contacts: adj_J (the rows over their chains, as cs.J; joint rows' ignored)
-// and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM.
+// rows) for the active contacts at q_M on `ground`: adj_J (the rows over their chains, as cs.J;
+// joint rows' ignored) and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM. Each contact's facet is
+// looked up again; its normal is constant there (Ground), so the frame carries no gradient.
 template <class S, class D>
 MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
-                                      const S* adj_J, const S* adj_gap, S* adj_qM, AdjWorkspace<S, D>& aw) {
+                                      const S* qM, const Ground<S>& ground, const S* adj_J, const S* adj_gap, S* adj_qM,
+                                      AdjWorkspace<S, D>& aw) {
   Transform<S> X0[D::kBodies], adj_X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
+  const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
   const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
   const Vec3<S> z3{0, 0, 0};
   for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, z3};
@@ -264,7 +305,8 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
     const Vec3<S> pl = vec3(m.con_pos + 3 * k);
     const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, pl);
     Vec3<S> frame[3];
-    frame[0] = PlaneGround<S>{}.normal(0, 0);
+    S height;
+    ground.surface(centre.x + base.x, centre.y + base.y, height, frame[0]);
     tangents(frame[0], frame[1], frame[2]);
     const Vec3<S> p = centre - m.con_radius[k] * frame[0];
     Vec3<S> adj_p{0, 0, 0};
@@ -290,9 +332,11 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
         for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d)
           adj_omega[d] += aS[m.dof_depth[d]] * frame[0];
     }
-    // gap = (centre + base)·n − r on the plane; p = centre − r n
+    // gap = (centre + base − (x, y, h(x, y)))·n − r on the facet's plane: ∂gap/∂(centre + base) = n;
+    // p = centre − r n
     Vec3<S> adj_centre = adj_p + adj_gap[i] * frame[0];
-    if (m.jnt_type[0] == kJointFree) adj_qM[m.jnt_qposadr[0] + 2] += adj_gap[i] * frame[0].z;
+    if (m.jnt_type[0] == kJointFree)
+      for (int a = 0; a < 3; ++a) adj_qM[m.jnt_qposadr[0] + a] += adj_gap[i] * frame[0][a];
     adj_X0[b].r += adj_centre;
     Vec3<S> unused{0, 0, 0};
     adj_mul_t(X0[b].E, pl, adj_X0[b].E, unused, adj_centre);
@@ -1149,7 +1193,7 @@ MOREAU_HD void adj_contact_setup(const ModelView<S, D>& m, const ContactSettings
 // bits.
 template <class S, class D>
 MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p, int env,
-                                const S* v_k, S h, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
+                                const S* qM, const S* v_k, S h, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
                                 const ContactAdjoint<S, D>& ca, const S* v_free, const S* adj_v_next, S* adj_v_free,
                                 S* lambda, S* adj_v_k, S* adj_qM, AdjWorkspace<S, D>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = contact_grad_mode(cfg.mode);
@@ -1247,7 +1291,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
     }
     adj_crba(m, ws, adj_H, aw);
   }
-  adj_contact_kinematics(m, ws, cs, adj_J, adj_gap, adj_qM, aw);
+  adj_contact_kinematics(m, ws, cs, qM, ground_of(m, p, env), adj_J, adj_gap, adj_qM, aw);
   // a limit's gap q − lo or hi − q (its J is constant: J̄ goes nowhere)
   for (int k = 0; k < cs.nj; ++k) {
     if (!unilateral(cs, n + k)) continue;

@@ -75,6 +75,10 @@ struct ModelArrays {
   const int* con_body;        // (ncon)
   const S* con_pos;           // (ncon x 3)
   const S* con_radius;        // (ncon)
+  int hfield_nx, hfield_ny;   // the ground's heightfield samples (0: the plane z = 0)
+  S hfield_x0, hfield_y0;     // sample (0, 0) [m]
+  S hfield_dx, hfield_dy;     // spacing [m]
+  const S* hfield_height;     // (ny x nx) [m]
 };
 
 // The model as the kernels see it: its arrays and the size class D of their scratch, which it
@@ -126,6 +130,8 @@ struct Params {
   Param<S> spin_friction;       // (len x 1) torsional friction μ_spin [m]: |τ_n| ≤ μ_spin f_n at a contact
   Param<S> damping_scale;       // (len x 1) scale of the model's joint damping D
   Param<S> armature_scale;      // (len x 1) scale of the model's joint armature
+  Param<S> terrain_x;           // (len x 1) the environment's origin in the heightfield's frame [m]
+  Param<S> terrain_y;           // (len x 1)
 };
 
 // Per-simulator contact settings.

@@ -200,7 +200,7 @@ MOREAU_HD ContactResult<S> finish_step(const ModelView<S, D>& m, const ContactSe
   for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
   ContactResult<S> result{0, 0, S(0)};
   if (has_constraints(m, cfg))
-    result = contact_stage(m, cfg, p, env, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, v, info ? info->gap : nullptr,
+    result = contact_stage(m, cfg, p, env, t.qM, t.v, h, ground_of(m, p, env), t.ws, t.cs, v, info ? info->gap : nullptr,
                            info ? info->impulse : nullptr, info ? info->active : nullptr);
   for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
   integrate(m, t.qM, v, h / 2, q);
@@ -233,7 +233,7 @@ MOREAU_HD void adj_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg
     if (cfg.mode == kContactHardSmoothGrad) {  // the hard set holds the smooth one unless g_max reaches past it
       const bool from_active = p.smooth_gmax.get(env) <= contact_threshold(cfg, p, env, cfg.mode, h) &&
                                t.cs.n < D::kActive;
-      contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, PlaneGround<S>{}, t.ws, t.cs, t.v_free,
+      contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, ground_of(m, p, env), t.ws, t.cs, t.v_free,
                     static_cast<S*>(nullptr), from_active);
     }
     adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.v_free, t.v_next, at.ca);
@@ -270,7 +270,7 @@ MOREAU_HD int adj_physics_step(const ModelView<S, D>& m, const ContactSettings<S
   adj_integrate(m, t.qM, v_next, h / 2, adj_qM, adj_v2, adj_q_out);
   adj_clear(m, aw);
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
-    const int st = adj_contact_stage(m, cfg, p, env, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, adj_v_free,
+    const int st = adj_contact_stage(m, cfg, p, env, t.qM, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, adj_v_free,
                                      lambda, adj_v, adj_qM, aw, adj_p.contact);
     if (st) return st;
   } else {

@@ -52,22 +52,33 @@ double dot_rows(const Vec& Jbar, const kern::ContactScratch<double>& cs) {
 
 // L = ⟨J̄, J(q)⟩ + ⟨ḡ, g(q)⟩ over the active contacts of ANYmal C's feet (all candidates) and
 // their spin rows, through adj_contact_kinematics and adj_forward_kinematics, at random
-// configurations.
+// configurations, on the plane and on a heightfield of random heights (±0.3 m on a 0.37 m grid,
+// facets sloped up to about 60°; the base placed over the grid's interior).
 TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
   const test::KernelModel km("anymal_c.json");
   const kern::ModelView<double>& m = km.m;
   const int nq = m.nq, nv = m.nv;
   std::mt19937 rng(31);
   std::normal_distribution<double> normal(0, 1);
+  std::uniform_real_distribution<double> uniform(-0.3, 0.3);
+  const int nx = 17, ny = 15;
+  Vec heights(nx * ny);
+  for (double& z : heights) z = uniform(rng);
+  const kern::Ground<double> plane{0, 0, 0.0, 0.0, 0.0, 0.0, nullptr},
+      terrain{nx, ny, -3.1, -2.6, 0.37, 0.37, heights.data()};
   Vec q(nq), v(nv);
+  for (const kern::Ground<double>& ground : {plane, terrain}) {
+  SCOPED_TRACE(ground.nx ? "heightfield" : "plane");
   auto kinematics = [&](const double* qq, kern::Workspace<double>& ws, kern::ContactScratch<double>& cs) {
     kern::body_inertias(m, 0.0, ws);
     kern::forward_kinematics(m, qq, ws);
     cs.nj = 0;
-    kern::contact_candidates(m, ws, qq, kern::PlaneGround<double>{}, 1e3, cs, static_cast<double*>(nullptr), 0.02);
+    kern::contact_candidates(m, ws, qq, ground, 1e3, cs, static_cast<double*>(nullptr), 0.02);
   };
   for (int s = 0; s < 3; ++s) {
     test::random_state(km.model, rng, q.data(), v.data());
+    q[0] = 0.8 * uniform(rng) / 0.3;  // within ±0.8 m of the origin: the feet over the grid
+    q[1] = 0.8 * uniform(rng) / 0.3;
     kern::Workspace<double> ws;
     kern::ContactScratch<double> cs;
     kinematics(q.data(), ws, cs);
@@ -89,10 +100,11 @@ TEST(ContactAdjoint, KinematicsMatchFiniteDifferences) {
     kern::AdjWorkspace<double> aw;
     kern::adj_clear(m, aw);
     Vec gq(nq, 0.0), fd(nq);
-    kern::adj_contact_kinematics(m, ws, cs, Jbar.data(), gbar.data(), gq.data(), aw);
+    kern::adj_contact_kinematics(m, ws, cs, q.data(), ground, Jbar.data(), gbar.data(), gq.data(), aw);
     kern::adj_forward_kinematics(m, q.data(), ws, gq.data(), aw);
     for (int k = 0; k < nq; ++k) fd[k] = test::central(loss, q[k], 1e-6);
     expect_gradient(gq, fd, 1e-6, "q");
+  }
   }
 }
 

@@ -147,7 +147,7 @@ TEST(Delassus, ChainRowsEqualTheDenseOnes) {
     kern::forward_kinematics(m, q.data(), *ws);
     kern::crba(m, static_cast<const double*>(nullptr), *ws);
     ASSERT_TRUE(kern::ltl_factor(m, ws->H));
-    kern::contact_candidates(m, *ws, q.data(), kern::PlaneGround<double>{}, 1e300, *cs, static_cast<double*>(nullptr));
+    kern::contact_candidates(m, *ws, q.data(), kern::ground_of(m, 0.0, 0.0), 1e300, *cs, static_cast<double*>(nullptr));
     ASSERT_EQ(cs->n, 4);
     kern::delassus(m, ws->H, v.data(), *cs);
     constexpr int C = MaxDims::kChain;

@@ -115,7 +115,7 @@ void expect_classes_agree() {
   const std::vector<S> ones(m.nu + 1, S(1));  // motor strength; friction-loss, damping, armature scales
   kern::Params<S> p{{kp.data(), 1}, {kd.data(), 1}, {&zero, 1},       {&mu, 1},         {&kn, 1},
                     {&kdn, 1},      {&zeta, 1},     {&sk, 1},         {&gmax, 1},       {ones.data(), 1},
-                    {ones.data(), 1}, {&spin, 1},   {ones.data(), 1}, {ones.data(), 1}};
+                    {ones.data(), 1}, {&spin, 1},   {ones.data(), 1}, {ones.data(), 1}, {&zero, 1}, {&zero, 1}};
   // settle on the ground (1 s of hard contact, the pose held), then a random velocity and actions
   const kern::ContactSettings<S> hard{kern::kContactHard, 500, S(1e-6), 1, 1};
   for (int step = 0; step < 50; ++step) {

@@ -991,6 +991,70 @@ TEST(SpinFrictionGradient, FloatAndDoubleGradientsAgree) {
 
 // Hard forward, smooth backward: the state is exactly the hard model's, the gradient the smooth
 // model's; where no contact is near both equal the contact-free gradient.
+// Terrain (a heightfield ground): the cube face down on a 25° slope sampled on a grid
+// (z = −x tan θ, every facet the same plane), tipped by up to 0.02 rad so that it rests on one
+// or two corners, pressed 0.1 mm in and moving a little, with μ 0.3 (sliding, tan θ = 0.47) or 1
+// (sticking); the gap, the contact frame and the Jacobian come from the slope.
+constexpr double kSlope = 25 * 3.14159265358979323846 / 180;
+
+Model cube_on_slope_model() {
+  Vec h(21 * 9);
+  for (int j = 0; j < 9; ++j)
+    for (int i = 0; i < 21; ++i) h[j * 21 + i] = -(-2.5 + 0.25 * i) * std::tan(kSlope);
+  return with_heightfield(load_model(asset("cube.json")), h, 21, 9, 0.25, 0.25, -2.5, -1.0);
+}
+
+void place_cube_on_slope(Problem& P, double mu, unsigned seed) {
+  const double s = std::sin(kSlope), c = std::cos(kSlope);
+  P.set_param("friction", mu);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  // R_y(θ) ⊗ a small tilt (w, a, b, 0)
+  const double a = 0.01 * u(rng), b = 0.01 * u(rng), w = std::sqrt(1 - a * a - b * b);
+  const double cw = std::cos(kSlope / 2), sy = std::sin(kSlope / 2);
+  P.in.q = {(0.05 - 1e-4) * s, 0.1, (0.05 - 1e-4) * c, cw * w - sy * b, cw * a, cw * b + sy * w, sy * a};
+  for (int k = 0; k < 6; ++k) P.in.v[k] = 0.05 * u(rng);
+}
+
+TEST(TerrainGradient, CubeOnASlopeMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft})
+    for (double mu : {0.3, 1.0}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (mu < 0.5 ? ", sliding" : ", sticking"));
+      Problem P(cube_on_slope_model(), 1, mode, 91, 0.0);
+      place_cube_on_slope(P, mu, 91);
+      expect_matches_fd(P, 1e-5);
+    }
+}
+
+TEST(TerrainGradient, FloatAndDoubleGradientsAgree) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P(cube_on_slope_model(), 1, mode, 92, 0.0);
+    place_cube_on_slope(P, 0.3, 92);
+    expect_float_agrees(P, mode);
+  }
+}
+
+// ANYmal C standing on rough ground (heights uniform in ±4 cm on a 0.2 m grid): each foot on a
+// facet of its own slope; settled from the default pose, the base pressed 1 mm in.
+TEST(TerrainGradient, QuadrupedOnRoughGroundMatchesFiniteDifferences) {
+  std::mt19937 rng(93);
+  std::uniform_real_distribution<double> uz(-0.04, 0.04);
+  Vec h(21 * 21);
+  for (double& z : h) z = uz(rng);
+  const Model robot = with_heightfield(load_model(asset("anymal_c.json")), h, 21, 21, 0.2, 0.2, -2.0, -2.0);
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P(robot, 1, mode, 94, 0.0);
+    P.sim.step(100);
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    const int32_t* active = static_cast<const int32_t*>(P.sim.contact_active().data);
+    for (int k = 0; k < P.model.ncon; ++k) ASSERT_EQ(active[k], 1) << "foot " << k << " not on the ground";
+    P.in.q[2] -= 1e-3;
+    expect_matches_fd(P, 1e-5);
+  }
+}
+
 TEST(ContactGradient, HardSmoothGradForwardIsHardGradientIsSmooth) {
   Problem hard("cube.json", 1, ContactMode::Hard, 51, 0.0);
   Problem hsg("cube.json", 1, ContactMode::HardSmoothGrad, 51, 0.0);

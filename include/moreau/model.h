@@ -91,6 +91,13 @@ struct Model {
   std::vector<double> con_pos;         // (ncon x 3)   centre in body frame
   std::vector<double> con_radius;      // (ncon)
 
+  // the ground: a heightfield of hfield_nx x hfield_ny heights, sample (i, j) at
+  // (hfield_origin + (i dx, j dy)); hfield_nx = 0: the plane z = 0 (docs/terrain.md)
+  int hfield_nx = 0, hfield_ny = 0;
+  double hfield_origin[2] = {0, 0};    // [m] (x, y) of sample (0, 0)
+  double hfield_spacing[2] = {0, 0};   // [m] dx, dy
+  std::vector<double> hfield_height;   // (ny x nx) [m], sample (i, j) at j nx + i
+
   std::vector<std::string> warnings;   // carried over from the loader
 
   int body_index(const std::string& name) const;      // -1 if absent
@@ -107,6 +114,12 @@ int joint_rows(const Model& model);
 // simulates a robot's feet of all its collision geometry). Throws Error naming an unknown or
 // repeated point.
 Model select_contacts(const Model& model, const std::vector<std::string>& names);
+
+// A copy of the model on a heightfield ground: `height` holds ny rows of nx heights [m] (row j at
+// y = origin_y + j dy), nx, ny ≥ 2, dx, dy > 0, every height finite. Throws Error naming the bad
+// argument.
+Model with_heightfield(const Model& model, const std::vector<double>& height, int nx, int ny, double dx, double dy,
+                       double origin_x = 0, double origin_y = 0);
 
 // Validates the spec and compiles it: topological order, fixed-body merging with inertia
 // transfer, flat arrays. Throws Error naming spec.source, the field and what is wrong.

@@ -137,7 +137,8 @@ class Simulator {
   // "motor_strength" (width nu, 1: each actuator's force scaled after its limits),
   // "frictionloss_scale" (1: the model's joint friction loss scaled), "spin_friction" (0 m:
   // torsional friction μ_spin at every contact point, |τ_n| ≤ μ_spin f_n; no gradient),
-  // "damping_scale", "armature_scale" (1: the model's joint damping and armature scaled; no gradient).
+  // "damping_scale", "armature_scale" (1: the model's joint damping and armature scaled; no gradient),
+  // "terrain_x", "terrain_y" (0 m: the environment's origin in the heightfield's frame; no gradient).
   View param(const std::string& name);
   void set_param(const std::string& name, const double* values, int len, int width);
   std::vector<std::string> param_names() const;

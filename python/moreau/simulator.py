@@ -116,6 +116,36 @@ def select_contacts(model, names) -> Model:
     return _compiled(fn, _moreau.select_contacts, load(model), list(names))
 
 
+def with_heightfield(model, heights, spacing, origin=(0.0, 0.0)) -> Model:
+    """A copy of a Model (or a robot file) whose ground is a heightfield (docs/terrain.md):
+    ``heights`` an (ny, nx) array or tensor [m], row j at y = origin[1] + j spacing[1], column i at
+    x = origin[0] + i spacing[0]; piecewise planar between the samples, the edges continued
+    outward. Every environment sees it from its own origin, the per-environment parameters
+    ``terrain_x`` and ``terrain_y`` (default 0). moreau.Error for a bad argument."""
+    fn = "moreau.with_heightfield"
+    if not isinstance(model, (Model, str, os.PathLike)):
+        fail(fn, "model", "type", "a path (.json, .urdf, .xml) or a moreau.Model", type(model).__name__)
+    if isinstance(heights, torch.Tensor):
+        heights = heights.detach().to("cpu", torch.float64).numpy()
+    h = np.asarray(heights, dtype=np.float64)
+    if h.ndim != 2:
+        fail(fn, "heights", "shape", "(ny, nx)", tuple(h.shape))
+    sx, sy = (float(x) for x in _pair(fn, "spacing", spacing))
+    ox, oy = (float(x) for x in _pair(fn, "origin", origin))
+    return _compiled(fn, _moreau.with_heightfield, load(model), h.reshape(-1).tolist(), h.shape[1], h.shape[0],
+                     sx, sy, ox, oy)
+
+
+def _pair(fn: str, arg: str, x):
+    """Two numbers, from a number (both alike) or a sequence of two."""
+    if isinstance(x, (int, float)):
+        return x, x
+    values = list(_iterable(fn, x))
+    if len(values) != 2 or not all(isinstance(v, (int, float)) for v in values):
+        fail(fn, arg, "value", "a number or two numbers", x)
+    return values
+
+
 def _iterable(fn: str, x):
     try:
         return list(x)

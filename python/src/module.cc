@@ -321,6 +321,11 @@ NB_MODULE(_moreau, m) {
       .def_ro("con_pos", &Model::con_pos)
       .def_ro("con_radius", &Model::con_radius)
       .def_ro("warnings", &Model::warnings)
+      .def_ro("hfield_nx", &Model::hfield_nx)
+      .def_ro("hfield_ny", &Model::hfield_ny)
+      .def_prop_ro("hfield_origin", [](const Model& md) { return std::vector<double>(md.hfield_origin, md.hfield_origin + 2); })
+      .def_prop_ro("hfield_spacing", [](const Model& md) { return std::vector<double>(md.hfield_spacing, md.hfield_spacing + 2); })
+      .def_ro("hfield_height", &Model::hfield_height)
       .def("body_index", &Model::body_index, "name"_a)
       .def("joint_index", &Model::joint_index, "name"_a)
       .def("actuator_index", &Model::actuator_index, "name"_a)
@@ -361,6 +366,8 @@ NB_MODULE(_moreau, m) {
   m.def("export_mjcf", &export_mjcf, "model"_a);
   m.def("select_contacts", &select_contacts, "model"_a, "names"_a,
         "A copy of the model with only the named contact points, in the order given.");
+  m.def("with_heightfield", &with_heightfield, "model"_a, "height"_a, "nx"_a, "ny"_a, "dx"_a, "dy"_a,
+        "origin_x"_a = 0.0, "origin_y"_a = 0.0, "A copy of the model on a heightfield ground.");
 
   // ---- Options ---------------------------------------------------------------------------
   nb::class_<ContactOptions>(m, "ContactOptions")

@@ -34,6 +34,7 @@ inline Dual msqrt(Dual x) {
   return {r, r > 0 ? x.d / (2 * r) : 0.0};
 }
 inline Dual mabs(Dual x) { return x.v < 0 ? -x : x; }
+inline int floor_index(Dual x) { return static_cast<int>(std::floor(x.v)); }
 inline Dual msin(Dual x) { return {std::sin(x.v), std::cos(x.v) * x.d}; }
 inline Dual mcos(Dual x) { return {std::cos(x.v), -std::sin(x.v) * x.d}; }
 inline void msincos(Dual x, Dual* s, Dual* c) {
