@@ -215,6 +215,10 @@ class MjcfParser {
         throw Error(loc(e) + ": unsupported element <" + tag + ">");
       }
     }
+    for (const XMLElement* e : top)  // of the assets, the heightfields (the rest is rendering or meshes)
+      if (std::string(e->Name()) == "asset")
+        for (const XMLElement* c : children(e))
+          if (std::string(c->Name()) == "hfield" && c->Attribute("name")) hfields_[c->Attribute("name")] = c;
     std::vector<Geom> statics;  // the geoms of every <worldbody>: the ground's first
     for (const XMLElement* e : top) {
       if (std::string(e->Name()) != "worldbody") continue;
@@ -671,25 +675,77 @@ class MjcfParser {
 
   // The first plane's contype/conaffinity become the ground's (MuJoCo's defaults 1/1 without a
   // plane; they decide which body geoms are contacts); other static geoms are noted and skipped.
+  // A heightfield geom of the worldbody is the ground (the first; its bits when there is no plane):
+  // docs/terrain.md. A plane beside it is ignored with a warning.
   void read_ground(const std::vector<Geom>& statics) {
+    const Geom* hfield = nullptr;
+    for (const Geom& g : statics)
+      if (g.type == "hfield" && contact_enabled_ && (g.contype != 0 || g.conaffinity != 0)) {
+        hfield = &g;
+        break;
+      }
     for (const Geom& g : statics) {
-      if (g.type != "plane") continue;
+      if (g.type != (hfield ? "hfield" : "plane")) continue;
       ground_contype_ = g.contype;
       ground_conaffinity_ = g.conaffinity;
       break;
     }
+    if (hfield) read_heightfield(*hfield);
     for (const Geom& g : statics) {
-      if (!contact_enabled_ || (g.contype == 0 && g.conaffinity == 0)) continue;
-      if (g.type == "plane") {
+      if (!contact_enabled_ || (g.contype == 0 && g.conaffinity == 0) || &g == hfield) continue;
+      if (g.type == "plane" && hfield) {
+        spec_.warnings.push_back(loc(g.elem) + ": " + describe(g.elem) + ": plane ignored: moreau's ground is the "
+                                 "heightfield " + describe(hfield->elem) + ", its edges continued outward");
+      } else if (g.type == "plane") {
         const Vec3 z = g.quat * Vec3::UnitZ();
         if (std::fabs(g.pos.z()) > 1e-12 || std::fabs(z.z() - 1) > 1e-12)
           spec_.warnings.push_back(loc(g.elem) + ": " + describe(g.elem) +
                                    ": a ground plane that is not z = 0 facing up; moreau's ground is z = 0");
       } else {
         spec_.warnings.push_back(loc(g.elem) + ": " + describe(g.elem) + ": static " + g.type +
-                                 " geom ignored (moreau's only static geometry is the ground plane z = 0)");
+                                 " geom ignored (moreau's only static geometry is the ground: the plane z = 0 or one heightfield)");
       }
     }
+  }
+
+  // MuJoCo's <hfield nrow ncol size="rx ry top base" elevation="...">: the elevations normalised
+  // to [0, 1] (minus their minimum, over their range) times `top`, the rows listed from +y to −y,
+  // the grid spanning ±rx, ±ry about the geom's position (its height added). Only inline elevation
+  // data is read; the geom may not be rotated.
+  void read_heightfield(const Geom& g) {
+    const char* name = g.elem->Attribute("hfield");
+    const auto it = name ? hfields_.find(name) : hfields_.end();
+    if (it == hfields_.end())
+      throw Error(loc(g.elem) + ": " + describe(g.elem) + ": no <hfield> asset named " + in_quotes(name ? name : ""));
+    const XMLElement* h = it->second;
+    const std::string where = loc(h) + ": <hfield " + in_quotes(name) + ">";
+    if (!h->Attribute("elevation"))
+      throw Error(where + ": only inline 'elevation' data is read (a 'file' heightfield is not supported yet)");
+    if (h->Attribute("file")) throw Error(where + ": both 'file' and 'elevation' given");
+    if (!g.quat.isApprox(Quat::Identity(), 1e-12))
+      throw Error(loc(g.elem) + ": " + describe(g.elem) + ": a rotated heightfield is not supported");
+    const int nrow = h->IntAttribute("nrow", 0), ncol = h->IntAttribute("ncol", 0);
+    if (nrow < 2 || ncol < 2)
+      throw Error(where + ": expected nrow and ncol >= 2, got " + std::to_string(nrow) + " and " + std::to_string(ncol));
+    const std::vector<double> size = numbers(where, "size", h->Attribute("size") ? h->Attribute("size") : "", 4, 4);
+    if (!(size[0] > 0 && size[1] > 0 && size[2] >= 0))
+      throw Error(where + ": attribute 'size': expected radius_x, radius_y > 0 and elevation_z >= 0");
+    const size_t n = static_cast<size_t>(nrow) * ncol;
+    const std::vector<double> e = numbers(where, "elevation", h->Attribute("elevation"), n, n);
+    const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
+    HeightfieldSpec& hf = spec_.heightfield;
+    hf.nx = ncol;
+    hf.ny = nrow;
+    hf.dx = 2 * size[0] / (ncol - 1);
+    hf.dy = 2 * size[1] / (nrow - 1);
+    hf.x0 = g.pos.x() - size[0];
+    hf.y0 = g.pos.y() - size[1];
+    hf.height.resize(n);
+    for (int j = 0; j < nrow; ++j)
+      for (int i = 0; i < ncol; ++i) {
+        const double v = e[static_cast<size_t>(nrow - 1 - j) * ncol + i];
+        hf.height[static_cast<size_t>(j) * ncol + i] = g.pos.z() + size[2] * (*hi > *lo ? (v - *lo) / (*hi - *lo) : 0.0);
+      }
   }
 
   void parse_worldbody(const XMLElement* e) {
@@ -993,6 +1049,7 @@ class MjcfParser {
   double settotalmass_ = -1;
   std::array<int, 2> inertiagroup_{0, 5};
   bool contact_enabled_ = true;
+  std::map<std::string, const XMLElement*> hfields_;  // <asset><hfield> by name
   int ground_contype_ = 1, ground_conaffinity_ = 1;
   bool gravity_enabled_ = true;
 

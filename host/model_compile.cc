@@ -169,6 +169,8 @@ class Compiler {
     fill_contacts();
     fill_actuators();
     fill_default_qpos();
+    const HeightfieldSpec& hf = spec_.heightfield;
+    if (hf.nx > 0) return with_heightfield(m_, hf.height, hf.nx, hf.ny, hf.dx, hf.dy, hf.x0, hf.y0);
     return std::move(m_);
   }
 

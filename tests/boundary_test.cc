@@ -137,6 +137,8 @@ const std::set<std::string>& covered() {
       // import_urdf_test, import_mjcf_test, model_compile_test
       "parse_urdf", "parse_urdf_file", "parse_mjcf", "parse_mjcf_file", "compile", "parse_robot_json",
       "load_model", "load_model_from_string", "select_contacts",
+      // terrain_test.cc, BadHeightfieldsAreRefusedWithTheArgumentNamed
+      "with_heightfield",
       // Simulator: simulator_test.cc, Validation.*
       "Simulator::param", "Simulator::set_param", "Simulator::set_state", "Simulator::get_state",
       "Simulator::set_action", "Simulator::get_status", "Simulator::step_pure", "Simulator::step_adjoint",

@@ -86,6 +86,13 @@ struct ActuatorSpec {
   std::string where;
 };
 
+// A heightfield ground (Model::hfield_*, docs/terrain.md); nx = 0: the plane z = 0.
+struct HeightfieldSpec {
+  int nx = 0, ny = 0;
+  double dx = 0, dy = 0, x0 = 0, y0 = 0;  // [m] spacing, sample (0, 0)
+  std::vector<double> height;             // (ny x nx) [m]
+};
+
 struct RobotSpec {
   std::string name;
   std::string source;                      // file name (or "<string>") for messages
@@ -96,6 +103,7 @@ struct RobotSpec {
   std::vector<ActuatorSpec> actuators;
   // Default joint positions by joint name (scalar joints); others default to 0 / identity.
   std::vector<std::pair<std::string, double>> default_qpos;
+  HeightfieldSpec heightfield;             // the ground
   std::vector<std::string> warnings;       // non-fatal notes from the loader
 };
 

@@ -276,6 +276,12 @@ def _entry_points(sim):
          "moreau.select_contacts: argument 'names': wrong type: expected a sequence of contact point names"),
         ("select_contacts: name", lambda: moreau.select_contacts(cube, ["nose"]), moreau.Error,
          "select_contacts: argument 'names': element 0: expected a contact point of .*, got 'nose'"),
+        ("with_heightfield: model", lambda: moreau.with_heightfield(3, [[0, 0], [0, 0]], 0.1), moreau.TensorError,
+         "moreau.with_heightfield: argument 'model': wrong type: expected a path"),
+        ("with_heightfield: heights", lambda: moreau.with_heightfield(cube, [0, 0, 0], 0.1), moreau.TensorError,
+         "moreau.with_heightfield: argument 'heights': wrong shape: expected \\(ny, nx\\)"),
+        ("with_heightfield: spacing", lambda: moreau.with_heightfield(cube, [[0, 0], [0, 0]], 0.0), moreau.Error,
+         "with_heightfield: argument 'dx': expected a spacing > 0"),
         # The compiled records and the Model's name lookups: nanobind checks their arguments'
         # types and its TypeError names the function, the accepted signature and the types
         # received; their values are moreau's to check where they are used (above).
