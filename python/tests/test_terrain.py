@@ -194,3 +194,78 @@ def test_mjcf_heightfield_errors_and_warnings():
     text = _hfield_mjcf(flat, (1, 1, 0.1)).replace("<worldbody>", '<worldbody><geom type="plane" size="5 5 1"/>')
     with pytest.warns(moreau.ModelWarning, match="plane ignored: moreau's ground is the heightfield"):
         moreau.load_mjcf("h.xml", text=text)
+
+
+def _small_terrain(**kw):
+    from moreau.tasks.terrain import Terrain, TerrainConfig
+    return Terrain(TerrainConfig(num_levels=3, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0, **kw))
+
+
+def test_generator_builds_legged_gyms_tiles():
+    """One column of each type at difficulties 0, 0.5 and 1: rims at 0 (tiles join there), a flat
+    platform at each tile's centre (its origin's height), slopes of 0.4 d, stairs 0.05 + 0.18 d high
+    and 0.31 m deep, obstacles 0.05 + 0.2 d (or half) high, rough slopes within 5 cm of the smooth
+    slope they follow."""
+    t = _small_terrain()
+    assert t.types == ["smooth_slope", "rough_slope", "stairs_up", "stairs_down", "obstacles"]
+    n = 81  # samples per tile side: 8 m at 0.1 m
+    assert t.shape == (2 * 20 + 3 * 80 + 1, 2 * 20 + 5 * 80 + 1)
+    for level in range(3):
+        d = level / 2
+        for col, kind in enumerate(t.types):
+            j0, i0 = 20 + level * 80, 20 + col * 80
+            tile = t.heights[j0:j0 + n, i0:i0 + n]
+            ox, oy, oz = t.tile_origin[level, col]
+            assert (ox, oy) == ((col + 0.5) * 8, (level + 0.5) * 8)
+            assert float(t.height(torch.tensor(ox), torch.tensor(oy))) == pytest.approx(oz, abs=1e-12)
+            platform = tile[25:56, 25:56]  # ±1.5 m
+            assert np.ptp(platform) < 1e-12, (kind, level)
+            assert np.abs(tile[0]).max() < 1e-12 and np.abs(tile[:, -1]).max() < 1e-12, (kind, level)
+            if kind == "smooth_slope":
+                assert np.abs(np.diff(tile[40, :25])).max() / 0.1 == pytest.approx(0.4 * d, abs=1e-9)
+            if kind.startswith("stairs"):
+                steps = np.unique(np.round(np.diff(tile[40, :26]), 9))
+                assert set(steps) <= {0.0, round((0.05 + 0.18 * d) * (1 if kind == "stairs_up" else -1), 9)}
+                assert abs(oz) == pytest.approx((0.05 + 0.18 * d) * 8, abs=1e-9)  # floor(2.5 / 0.31) = 8 steps
+            if kind == "obstacles":
+                hh = 0.05 + 0.2 * d
+                assert set(np.round(np.unique(tile), 9)) <= {0.0, round(hh, 9), round(-hh, 9), round(hh / 2, 9),
+                                                            round(-hh / 2, 9)}
+            if kind == "rough_slope":
+                smooth = 0.4 * d * np.minimum(4.0 - np.maximum(*np.abs(np.meshgrid(np.arange(n) * 0.1 - 4,
+                                                                                     np.arange(n) * 0.1 - 4))), 2.5)
+                assert np.abs(tile - smooth).max() <= 0.05 + 1e-9 and np.abs(tile - smooth).max() > 0.01
+    assert t.heights[0].max() == 0 and t.heights[:, 0].max() == 0  # the border
+
+
+def test_height_lookup_is_the_simulators_ground():
+    """Terrain.height and its normals give the simulator's gap for 64 balls over the generated
+    terrain (gap = (z − h) n_z − r at the start of a step, from Simulator.contact_gap)."""
+    t = _small_terrain(seed=4)
+    ball = moreau.load_model_from_string(
+        '{"name": "ball", "bodies": [{"name": "ball", "parent": "world", "joint": {"type": "free"}, "mass": 1,'
+        ' "inertia": [0.001, 0.001, 0.001, 0, 0, 0], "contacts": [{"type": "sphere", "name": "b", "radius": 0.05}]}]}')
+    sim = moreau.Simulator(t.model(ball), n_env=64, dtype=torch.float64, contact="hard", n_threads=1)
+    g = torch.Generator().manual_seed(0)
+    xy = torch.rand(64, 2, generator=g, dtype=torch.float64) * torch.tensor([40.0, 24.0], dtype=torch.float64)
+    q = torch.zeros(64, 7, dtype=torch.float64)
+    q[:, :2], q[:, 2], q[:, 3] = xy, 2.0, 1.0
+    sim.set_state(q, torch.zeros(64, 6, dtype=torch.float64))
+    sim.step(1)
+    h, n = t.height(xy[:, 0], xy[:, 1], normal=True)
+    torch.testing.assert_close(sim.contact_gap[:, 0], (2.0 - h) * n[:, 2] - 0.05, rtol=0, atol=1e-12)
+    assert float(n[:, 2].min()) < 0.95  # some balls over slopes or step edges
+
+
+def test_curriculum_moves_levels_as_legged_gym():
+    t = _small_terrain()
+    g = torch.Generator().manual_seed(1)
+    levels = torch.tensor([0, 1, 1, 2, 2, 0])
+    walked = torch.tensor([5.0, 1.0, 3.0, 5.0, 3.0, 0.1])
+    commanded = torch.tensor([4.0, 4.0, 4.0, 4.0, 4.0, 4.0])
+    new = t.update_levels(levels, torch.zeros(6, dtype=torch.long), walked, commanded, g)
+    assert new[[0, 1, 2, 4, 5]].tolist() == [1, 0, 1, 2, 0]
+    assert 0 <= int(new[3]) < 3  # past the last level: a random one
+    lv, cols = t.initial_levels(10, g)
+    assert lv.max() <= 5 and cols.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    torch.testing.assert_close(t.origins(torch.tensor([2]), torch.tensor([3])), torch.from_numpy(t.tile_origin[2, 3][None]))
