@@ -269,3 +269,56 @@ def test_curriculum_moves_levels_as_legged_gym():
     lv, cols = t.initial_levels(10, g)
     assert lv.max() <= 5 and cols.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     torch.testing.assert_close(t.origins(torch.tensor([2]), torch.tensor([3])), torch.from_numpy(t.tile_origin[2, 3][None]))
+
+
+def test_locomotion_on_rough_terrain():
+    """ANYmal C in the locomotion task on a generated terrain: each environment starts above its
+    tile's platform (its own origin), stands there under zero actions, sees 187 height samples,
+    and its tile moves a level up after walking away from the origin, down after standing still
+    under a command; a step's gradient reaches the state through the terrain's contacts."""
+    from moreau.tasks.locomotion import Locomotion
+    terrain = dict(num_levels=3, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0, max_init_level=1)
+    e = Locomotion(num_envs=10, contact="hard", terrain=terrain, measure_heights=True, push_robots=False,
+                   randomize_base_mass=False, reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), n_threads=1,
+                   dtype=torch.float64)
+    assert e.num_obs == 48 + 187 and e.obs.shape == (10, 235)
+    assert (e.levels <= 1).all() and e.cols.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    torch.testing.assert_close(e.origin, torch.from_numpy(e.terrain.tile_origin)[e.levels, e.cols])
+    torch.testing.assert_close(e.q[:, 2], 0.6 + e.origin[:, 2])
+    with torch.no_grad():
+        for _ in range(50):
+            _, _, done, _ = e.step(torch.zeros(10, 12))
+            assert not done.any()
+    torch.testing.assert_close(e.base_height(e.q), e.q[:, 2] - e.origin[:, 2], rtol=0, atol=1e-12)  # on the platform
+    assert 0.45 < float(e.base_height(e.q).min()) and float(e.base_height(e.q).max()) < 0.62
+    heights = e.obs[:, -187:] / 5.0
+    torch.testing.assert_close(heights, (e.q[:, 2:3] - 0.5 - e.origin[:, 2:3]).clamp(-1, 1).expand(-1, 187),
+                               rtol=0, atol=1e-9)  # the samples lie on the 3 m platform
+    levels = e.levels.clone()
+    q = e.q.clone()
+    q[:5, 0] += 5.0  # five walked 5 m (> half a tile); the others stood still under a command
+    e.q = q
+    e.commands = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64).expand(10, 3).clone()
+    e.reset_envs(torch.ones(10, dtype=torch.bool))
+    assert (e.levels[:5] == torch.where(levels[:5] + 1 > 2, e.levels[:5], levels[:5] + 1)).all()
+    assert (e.levels[5:] == (levels[5:] - 1).clamp(min=0)).all()
+    torch.testing.assert_close(e.q[:, 2], 0.6 + e.origin[:, 2])
+    q = e.q.clone().requires_grad_()
+    e.q = q
+    e.step(torch.zeros(10, 12))[1].sum().backward()
+    assert torch.isfinite(q.grad).all() and q.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("preset", ["rough", "trot_rough"])
+def test_rough_presets_build_and_step(preset):
+    """The rough-terrain presets: legged_gym's full terrain (10 x 20 tiles of 8 m), height samples,
+    knee contacts; a few steps under random actions run and give finite observations."""
+    from moreau.tasks.locomotion import Locomotion
+    from moreau.tasks.presets import preset_kwargs
+    e = Locomotion(num_envs=8, n_threads=1, **preset_kwargs(preset))
+    assert e.terrain.shape == (2 * 50 + 10 * 80 + 1, 2 * 50 + 20 * 80 + 1) and len(e.knees) == 4
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for _ in range(20):
+            obs, rew, done, _ = e.step(torch.randn(8, 12, generator=g) * 0.5)
+    assert obs.shape[1] == e.num_obs and torch.isfinite(obs).all() and torch.isfinite(rew).all()

@@ -23,6 +23,17 @@ clipped to ±``clip_obs``. With a gait clock (``gait_frequency`` > 0) 8 more fol
 
     [48:56] sin 2πφ_LF, cos 2πφ_LF, sin 2πφ_RF, cos 2πφ_RF, … (LF, RF, LH, RH)
 
+and with ``measure_heights`` legged_gym's 187 height samples last: clip(z_base − 0.5 − h, −1, 1)
+· 5 at 17 × 11 points (x ±0.8 m, y ±0.5 m, 0.1 m apart) of the base's yaw frame.
+
+Rough terrain (``terrain``: moreau.tasks.terrain's TerrainConfig fields; None: flat ground):
+each environment stands on a tile of the generated terrain, its own frame's origin the centre
+of the tile's platform (the simulator's per-environment ``terrain_x``, ``terrain_y``), reset
+above the platform; with ``terrain_curriculum`` its tile's level moves up or down at each
+reset as in legged_gym (Terrain.update_levels, from the distance walked from the origin). Base
+heights (the base_height term, the failure limit) and foot and knee clearances are measured
+from the ground under them.
+
 Gait clock: a phase φ ∈ [0, 1) per environment advancing by ``gait_frequency`` · dt per
 control step (times the robot's ``gait_frequency_scale``: 1 for ANYmal C; 0 at reset); foot j's phase is φ_j = φ + ``gait_offsets``[j] (trot: LF and RH at
 0, RF and LH at ½); φ_j ∈ [0, ½) is foot j's swing half.
@@ -117,6 +128,7 @@ from moreau.kinematics import Kinematics
 
 from .base import DiffEnv, ended_mean
 from .robots import RobotConfig, robot_config
+from .terrain import Terrain, TerrainConfig
 
 __all__ = ["LocomotionConfig", "Locomotion", "quat_rotate", "quat_rotate_inverse", "REWARD_TERMS", "FOOT_TERMS",
            "config_to_dict", "config_from_dict"]
@@ -140,6 +152,10 @@ def _default_weights() -> Dict[str, float]:
 
 def _default_obs_scales() -> Dict[str, float]:
     return {"lin_vel": 2.0, "ang_vel": 0.25, "dof_pos": 1.0, "dof_vel": 0.05}
+
+
+HEIGHT_POINTS = 17 * 11  # legged_gym's measured_points_x, measured_points_y (scale: obs_scales
+# "height_measurements", 5 unless given)
 
 
 def _robot_path(robot: RobotConfig) -> str:
@@ -259,6 +275,10 @@ class LocomotionConfig:
     base_height_limit: Optional[float] = None
     knee_contacts: bool = False                 # knee spheres on the thighs; a knee on the ground is a failure
     max_tilt: float = 1.0                       # rad
+    # rough terrain (moreau.tasks.terrain; None: flat ground): TerrainConfig's fields
+    terrain: Optional[Dict] = None
+    terrain_curriculum: bool = True             # legged_gym's level curriculum
+    measure_heights: bool = False               # 17 x 11 ground heights around the base in the observation
     # resets
     init_base_height: Optional[float] = None
     reset_dof_scale_range: Tuple[float, float] = (0.5, 1.5)
@@ -355,7 +375,13 @@ class Locomotion(DiffEnv):
         self.cfg = cfg = resolve_robot(replace(cfg, **overrides))
         self.robot = robot_config(cfg.robot)
 
-        self.sim = moreau.Simulator(robot_model(cfg), n_env=cfg.num_envs, device=cfg.device,
+        model = robot_model(cfg)
+        self.terrain = None
+        if cfg.terrain is not None:
+            self.terrain = Terrain(TerrainConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                                    for k, v in cfg.terrain.items()}))
+            model = self.terrain.model(model)
+        self.sim = moreau.Simulator(model, n_env=cfg.num_envs, device=cfg.device,
                                     dtype=cfg.dtype, contact=cfg.contact, n_threads=cfg.n_threads,
                                     timestep=self.robot.timestep or 0.0, decimation=self.robot.decimation or 0)
         sim = self.sim
@@ -363,7 +389,7 @@ class Locomotion(DiffEnv):
         self.dtype = sim.dtype
         self.num_envs = sim.n_env
         self.num_actions = sim.nu
-        self.num_obs = 48 + (8 if cfg.gait_frequency > 0 else 0)
+        self.num_obs = 48 + (8 if cfg.gait_frequency > 0 else 0) + (HEIGHT_POINTS if cfg.measure_heights else 0)
         self.dt = sim.model.timestep * sim.model.decimation
         self.max_episode_length = int(math.ceil(cfg.episode_length_s / self.dt))
         self.push_interval = max(1, int(round(cfg.push_interval_s / self.dt)))
@@ -432,6 +458,13 @@ class Locomotion(DiffEnv):
         self.gait_phase = torch.zeros(n, **tk)
         self.feet_air_time = torch.zeros(n, len(self.robot.feet), **tk)
         self.obs = torch.zeros(n, self.num_obs, **tk)
+        # each environment's tile (its origin in the terrain's frame: x, y, ground height)
+        self.origin = torch.zeros(n, 3, **tk)
+        if self.terrain is not None:
+            self.levels, self.cols = self.terrain.initial_levels(n, self.generator)
+            self.origin = self.terrain.origins(self.levels, self.cols).to(**tk)
+        gx, gy = torch.meshgrid(torch.linspace(-0.8, 0.8, 17, **tk), torch.linspace(-0.5, 0.5, 11, **tk), indexing="ij")
+        self.height_points = torch.stack([gx.reshape(-1), gy.reshape(-1)], 1)  # base yaw frame (legged_gym's)
         self.reset()
 
     # ---- randomness --------------------------------------------------------------------
@@ -544,6 +577,7 @@ class Locomotion(DiffEnv):
         environments keep their gradients)."""
         n, c = self.num_envs, self.cfg
         q_new = self.q0.repeat(n, 1)
+        q_new[:, 2] += self.origin[:, 2]  # above the tile's platform
         q_new[:, 7:] = self.default_dof_pos * self._uniform(*c.reset_dof_scale_range, n, self.num_actions)
         v_new = torch.zeros_like(v)
         v_new[:, :6] = self._uniform(-c.reset_base_vel, c.reset_base_vel, n, 6)
@@ -555,6 +589,12 @@ class Locomotion(DiffEnv):
         """Resets the environments in the bool mask (num_envs,) (state, previous action, episode
         length, command, randomised parameters); does not recompute the observation."""
         mask = mask.to(self.device)
+        if self.terrain is not None and self.cfg.terrain_curriculum and self.common_step_counter > 0:
+            walked = self.q[:, :2].detach().norm(dim=1)  # from the environment's origin
+            commanded = self.commands[:, :2].norm(dim=1) * self.cfg.episode_length_s
+            levels = self.terrain.update_levels(self.levels, self.cols, walked, commanded, self.generator)
+            self.levels = torch.where(mask, levels, self.levels)
+            self.origin = self.terrain.origins(self.levels, self.cols).to(dtype=self.dtype)
         self.q, self.v, self.last_actions = self._reset_state(mask, self.q, self.v, self.last_actions)
         self.episode_length_buf = torch.where(mask, torch.zeros_like(self.episode_length_buf), self.episode_length_buf)
         self.gait_phase = torch.where(mask, torch.zeros_like(self.gait_phase), self.gait_phase)
@@ -608,7 +648,39 @@ class Locomotion(DiffEnv):
 
     def foot_clearance(self, q: torch.Tensor) -> torch.Tensor:
         """Height of each foot sphere's bottom above the ground, (num_envs, 4), differentiable in q."""
-        return self.kinematics.contact_clearance(q)[:, self.feet]
+        return self.clearance(self.kinematics.contact_positions(q)[:, self.feet], self.kinematics.con_radius[self.feet])
+
+    def ground(self, x: torch.Tensor, y: torch.Tensor, normal: bool = False):
+        """The ground's height (and with ``normal`` its unit normal) under (x, y) of each environment's
+        own frame, (num_envs, k): 0 on flat ground, else the terrain seen from the environment's origin."""
+        if self.terrain is None:
+            zero = torch.zeros_like(x)
+            return (zero, torch.stack([zero, zero, zero + 1], -1)) if normal else zero
+        return self.terrain.height(x + self.origin[:, 0:1], y + self.origin[:, 1:2], normal=normal)
+
+    def clearance(self, x: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """Gaps of spheres of radii r centred at x (num_envs, k, 3) to the ground: (z − h) n_z − r as
+        the simulator's (z − r on flat ground)."""
+        if self.terrain is None:
+            return x[..., 2] - r
+        h, n = self.ground(x[..., 0], x[..., 1], normal=True)
+        return (x[..., 2] - h) * n[..., 2] - r
+
+    def base_height(self, q: torch.Tensor) -> torch.Tensor:
+        """The base's height above the ground under it, (num_envs,)."""
+        if self.terrain is None:
+            return q[:, 2]
+        return q[:, 2] - self.ground(q[:, 0:1], q[:, 1:2])[:, 0]
+
+    def measured_heights(self, q: torch.Tensor) -> torch.Tensor:
+        """legged_gym's height samples: the ground at 17 x 11 points (±0.8 m, ±0.5 m) of the base's
+        yaw frame, as clip(z_base − 0.5 − h, −1, 1), (num_envs, 187)."""
+        w, x, y, z = q[:, 3], q[:, 4], q[:, 5], q[:, 6]
+        yaw = torch.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+        c, s = torch.cos(yaw)[:, None], torch.sin(yaw)[:, None]
+        px, py = self.height_points[:, 0], self.height_points[:, 1]
+        h = self.ground(q[:, 0:1] + c * px - s * py, q[:, 1:2] + s * px + c * py)
+        return (q[:, 2:3] - 0.5 - h).clamp(-1.0, 1.0)
 
     def compute_observations(self, q, v, commands, last_actions, phase=None) -> torch.Tensor:
         s = self.cfg.obs_scales
@@ -618,6 +690,8 @@ class Locomotion(DiffEnv):
         if self.cfg.gait_frequency > 0:
             arg = 2.0 * math.pi * self.foot_phases(phase)
             parts.append(torch.stack([torch.sin(arg), torch.cos(arg)], dim=2).reshape(q.shape[0], 8))
+        if self.cfg.measure_heights:
+            parts.append(self.measured_heights(q) * s.get("height_measurements", 5.0))
         obs = torch.cat(parts, dim=1)
         c = self.cfg.clip_obs
         return obs.clamp(-c, c) if c else obs
@@ -647,7 +721,7 @@ class Locomotion(DiffEnv):
             "lin_vel_z": lin[:, 2] ** 2,
             "ang_vel_xy": (ang[:, :2] ** 2).sum(1),
             "orientation": (grav[:, :2] ** 2).sum(1),
-            "base_height": (q_next[:, 2] - self.cfg.base_height_target) ** 2,
+            "base_height": (self.base_height(q_next) - self.cfg.base_height_target) ** 2,
             "action_rate": ((actions - last_actions) ** 2).sum(1),
             "torques": (self.torques(q, v, actions if applied is None else applied) ** 2).sum(1),
             "dof_acc": (((v_next[:, 6:] - v[:, 6:]) / self.dt) ** 2).sum(1),
@@ -665,7 +739,7 @@ class Locomotion(DiffEnv):
             x0, x1 = self.kinematics.contact_positions(torch.cat([q, q_next]))[:, self.feet].chunk(2)
         else:
             x1 = self.kinematics.contact_positions(q_next)[:, self.feet]
-        clear = x1[..., 2] - r
+        clear = self.clearance(x1, r)
         zero = torch.zeros(q.shape[0], dtype=q.dtype, device=q.device)
         out = {"feet_height": zero, "foot_slip": zero, "feet_air_time": zero, "feet_separation": zero}
         if w.get("feet_separation", 0.0):  # lateral positions in the base frame; feet LF, RF, LH, RH
@@ -703,9 +777,10 @@ class Locomotion(DiffEnv):
         already counts it)."""
         _, _, grav = self.base_quantities(q, v)
         tilt = torch.acos((-grav[:, 2]).clamp(-1.0, 1.0))
-        failed = (q[:, 2] < self.cfg.base_height_limit) | (tilt > self.cfg.max_tilt)
+        failed = (self.base_height(q) < self.cfg.base_height_limit) | (tilt > self.cfg.max_tilt)
         if len(self.knees):
-            failed = failed | (self.kinematics.contact_clearance(q)[:, self.knees] < 0).any(1)
+            knees = self.clearance(self.kinematics.contact_positions(q)[:, self.knees], self.kinematics.con_radius[self.knees])
+            failed = failed | (knees < 0).any(1)
         if status is not None:
             failed = failed | ((status[:, 0] & moreau.STATUS_FATAL) != 0)
         failed = failed | ~torch.isfinite(q).all(1) | ~torch.isfinite(v).all(1)
@@ -722,6 +797,8 @@ class Locomotion(DiffEnv):
                                  added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
                                  motor_strength=self.motor_strength, spin_friction=self.spin_friction,
                                  damping_scale=self.damping_scale, armature_scale=self.armature_scale,
+                                 terrain_x=self.origin[:, 0] if self.terrain is not None else None,
+                                 terrain_y=self.origin[:, 1] if self.terrain is not None else None,
                                  smooth_k=self.smooth_k if c.randomize_smooth_k else None, return_status=True)
         self.episode_length_buf = self.episode_length_buf + 1
         self.common_step_counter += 1

@@ -51,6 +51,13 @@ TASK_PRESETS["trot_transfer"] = dict(TASK_PRESETS["trot_curriculum"], joint_damp
 TASK_PRESETS["trot_transfer_spin"] = dict(TASK_PRESETS["trot_transfer"], randomize_spin_friction=True,
                                           spin_friction_range=(0.0, 0.04))
 
+# "rough": legged_gym's rough ANYmal C: the generated terrain (moreau.tasks.terrain's defaults: 10
+# levels x 20 columns of 8 m tiles, its level curriculum), 187 height samples in the observation, a
+# knee on the ground a failure; "trot_rough" the same under trot_curriculum's gait shaping (SHAC)
+_ROUGH = dict(terrain={}, measure_heights=True, knee_contacts=True)
+TASK_PRESETS["rough"] = dict(_ROUGH)
+TASK_PRESETS["trot_rough"] = dict(TASK_PRESETS["trot_curriculum"], **_ROUGH)
+
 
 def preset_kwargs(preset: Optional[str] = None, overrides: Optional[Dict] = None) -> Dict:
     """LocomotionConfig keyword arguments of a TASK_PRESETS entry with ``overrides`` (a JSON-like

@@ -152,8 +152,9 @@ class Terrain:
 
     def initial_levels(self, num_envs: int, generator: torch.Generator):
         """Levels (0 .. max_init_level) and columns (spread evenly) of num_envs environments."""
-        levels = torch.randint(0, self.cfg.max_init_level + 1, (num_envs,), generator=generator)
-        cols = torch.arange(num_envs) * self.cfg.num_types // max(num_envs, 1)
+        dev = generator.device
+        levels = torch.randint(0, self.cfg.max_init_level + 1, (num_envs,), generator=generator, device=dev)
+        cols = torch.arange(num_envs, device=dev) * self.cfg.num_types // max(num_envs, 1)
         return levels, cols
 
     def update_levels(self, levels, cols, walked, commanded, generator: torch.Generator):
@@ -165,10 +166,10 @@ class Terrain:
         down = (walked < 0.5 * commanded) & ~up
         new = levels + up.long() - down.long()
         top = self.cfg.num_levels
-        random = torch.randint(0, top, levels.shape, generator=generator)
+        random = torch.randint(0, top, levels.shape, generator=generator, device=generator.device)
         return torch.where(new >= top, random, new.clamp(min=0))
 
     def origins(self, levels, cols) -> torch.Tensor:
         """(n, 3) tile origins (x, y, ground height) of the environments."""
-        return torch.from_numpy(self.tile_origin)[levels, cols]
+        return torch.from_numpy(self.tile_origin).to(levels.device)[levels, cols]
 
