@@ -12,6 +12,7 @@ import torch
 
 import mujoco  # required: a missing package fails
 
+import moreau
 from moreau.evaluation import mujoco as mj
 from moreau.tasks.locomotion import Locomotion, config_from_dict
 from moreau.trainers.checkpoints import load_policy
@@ -90,6 +91,29 @@ def test_menagerie_file_loads_without_meshes(policy):
     assert names == ["LF_HAA", "LF_HFE", "LF_KFE", "RF_HAA", "RF_HFE", "RF_KFE", "LH_HAA", "LH_HFE", "LH_KFE",
                      "RH_HAA", "RH_HFE", "RH_KFE"]
     assert (m.actuator_biastype == mujoco.mjtBias.mjBIAS_NONE).all()  # motors: the task's PD torques
+
+
+def test_go1_runs_in_mujoco_with_its_per_actuator_torque_limits():
+    """The Go1 (the locomotion task's "go1" robot) on the Menagerie's go1.xml: its joints mapped
+    by name, its feet found by their geom names, the task's per-actuator torque limits (23.7,
+    23.7, 35.55 N m) as the motors' force ranges; under zero actions it stands (base 0.25-0.33 m
+    over 1 s, MuJoCo with the file's joint damping)."""
+    import warnings
+    from moreau.tasks.locomotion import Locomotion
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moreau.ModelWarning)
+        env = Locomotion(robot="go1", num_envs=1, push_robots=False, n_threads=1)
+    menv = mj.MujocoLocomotion(env, 1, mjcf=moreau.asset("unitree_go1/go1.xml"), verbose=False)
+    m = menv.models[0]
+    np.testing.assert_allclose(m.actuator_forcerange[menv.act, 1], [23.7, 23.7, 35.55] * 4)
+    assert [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in menv.feet] == ["FL", "FR", "RL", "RR"]
+    q, v = default_state(env)
+    menv.set_moreau_state(0, q, v)
+    heights = []
+    for _ in range(50):
+        menv.step(np.zeros((1, 12)))
+        heights.append(menv.datas[0].qpos[2])
+    assert 0.25 < min(heights[25:]) and max(heights[25:]) < 0.33, (min(heights[25:]), max(heights[25:]))
 
 
 def test_standing_matches_moreau(policy):

@@ -25,8 +25,9 @@ scale and motor strength are not drawn there: MuJoCo runs the nominal drives). W
 user's MJCF as it is, except: ``<mesh>`` assets and mesh geoms are dropped (visual only; MuJoCo
 refuses a missing mesh file), actuators become motors driven by the task's PD torques, and a
 ground plane is added when the file has none. Joints are mapped to moreau's order by name; the
-feet are the sphere geoms of the four ``*_SHANK`` / ``*_FOOT`` bodies (or geoms named like
-moreau's contact points).
+feet are the geoms named like the robot configuration's feet (moreau.tasks.robots), else the
+sphere geoms of the four ``*_SHANK`` / ``*_FOOT`` bodies (ANYmal C's Menagerie file). The task's
+torque limits (one or one per actuator) bound the motors.
 
 One ``MjData`` per environment (and one ``MjModel``, for its friction and base mass), stepped in
 a Python loop; the policy is evaluated batched in torch at each control step.
@@ -148,6 +149,7 @@ class MujocoLocomotion:
         self.dt = env.dt
         self.rng = np.random.default_rng(seed)
         mmodel = env.sim.model
+        self.torque_limit = env.torque_limit.double().cpu().numpy()  # one per actuator
         xml, self.exported, self.messages = load_robot_xml(mmodel, mjcf, verbose)
         self.xml = xml
         self.models = [self._prepare(_compile(xml, mjcf)) for _ in range(n)]
@@ -212,10 +214,12 @@ class MujocoLocomotion:
             m.actuator_gear[i, 0] = 1.0
             m.actuator_ctrllimited[i] = 0
             m.actuator_forcelimited[i] = 1
-            m.actuator_forcerange[i] = (-c.torque_limit, c.torque_limit)
-        # feet: geoms named like moreau's contact points, else the sphere geom of each leg's foot/shank body
+        for k, i in enumerate(self.act):  # the task's torque limits, moreau's actuator k on MuJoCo's i
+            m.actuator_forcerange[i] = (-self.torque_limit[k], self.torque_limit[k])
+        # feet, in the task's order (left-front, right-front, left-hind, right-hind): geoms named like
+        # the robot's foot contact points, else the sphere geom of each leg's foot/shank body
         self.feet = []
-        for leg, cname in zip(FEET, mmodel.con_name):
+        for leg, cname in zip(FEET, self.env.robot.feet):
             g = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, cname)
             if g < 0:
                 cands = [k for k in range(m.ngeom) if m.geom_type[k] == mujoco.mjtGeom.mjGEOM_SPHERE
@@ -319,7 +323,7 @@ class MujocoLocomotion:
     def pd_torque(self, i: int, target: np.ndarray) -> np.ndarray:
         c, d = self.cfg, self.datas[i]
         tau = c.kp * (target - d.qpos[self.qadr]) - c.kd * d.qvel[self.vadr]
-        return np.clip(tau, -c.torque_limit, c.torque_limit)
+        return np.clip(tau, -self.torque_limit, self.torque_limit)
 
     def step(self, actions: np.ndarray):
         """One control step of every environment (the order of moreau.tasks.locomotion's step).
