@@ -33,7 +33,8 @@ class CpuBackend : public TypedBackend<S> {
   CpuBackend(const Model& model, const SimulatorOptions& options)
       : TypedBackend<S>(model, options, std::make_unique<HostMemory>()),
         pool_(options.n_threads),
-        lanes_(this->model()),
+        lane_model_(without_ground(this->model())),
+        lanes_(lane_model_),
         lanes_view_(lanes_.view(lanes_.reals.data(), lanes_.ints.data())) {}
 
  protected:
@@ -177,7 +178,16 @@ class CpuBackend : public TypedBackend<S> {
   }
 
  private:
+  // The lanes compute the free velocity only, which never reads the ground: their model has none
+  // (a heightfield's heights would be copied into every lane).
+  static Model without_ground(Model m) {
+    m.hfield_nx = m.hfield_ny = 0;
+    m.hfield_height.clear();
+    return m;
+  }
+
   ThreadPool pool_;
+  Model lane_model_;
   PackedModel<Lanes> lanes_;  // the model's reals in every lane
   kern::ModelView<Lanes> lanes_view_;
 };

@@ -422,17 +422,21 @@ TEST(Smooth, ApproachesHardAsKGrowsAndGmaxShrinks) {
   EXPECT_LT(distance.back(), 2e-3);
 }
 
-TEST(Contact, CudaMatchesCpuOnTenThousandEnvironments) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: moreau built without CUDA or no GPU present";
-  const Model model = load_model(asset("anymal_c.json"));
+// 10,000 ANYmal C dropped near the ground (some feet touching, some not) with random joints and
+// velocities, 5 control steps in float32 on the GPU against the CPU (float32, with float64 as
+// the scale of float32's own error). `origins`: each environment on its own part of the model's
+// heightfield (terrain_x, terrain_y uniform in ±5 m).
+void expect_cuda_matches_cpu(const Model& model, bool origins) {
   const int n = 10000;
   std::mt19937 rng(1);
-  std::vector<double> q(n * model.nq), v(n * model.nv);
-  std::uniform_real_distribution<double> u(-0.3, 0.3);
+  std::vector<double> q(n * model.nq), v(n * model.nv), ox(n), oy(n);
+  std::uniform_real_distribution<double> u(-0.3, 0.3), shift(-5, 5);
   for (int e = 0; e < n; ++e) {
     for (int k = 0; k < model.nq; ++k) q[e * model.nq + k] = model.qpos0[k] + (k >= 7 ? u(rng) : 0.0);
     q[e * model.nq + 2] = 0.45 + 0.2 * u(rng);  // some feet touching, some not
     for (int k = 0; k < model.nv; ++k) v[e * model.nv + k] = u(rng);
+    ox[e] = origins ? shift(rng) : 0.0;
+    oy[e] = origins ? shift(rng) : 0.0;
   }
   // q then v after 5 control steps, row-major
   auto run = [&](Device device, DType dtype) {
@@ -441,6 +445,8 @@ TEST(Contact, CudaMatchesCpuOnTenThousandEnvironments) {
     o.device = device;
     o.dtype = dtype;
     Simulator sim(model, o);
+    sim.set_param("terrain_x", ox.data(), n, 1);
+    sim.set_param("terrain_y", oy.data(), n, 1);
     sim.set_state(q.data(), v.data(), n);
     sim.step(5);
     std::vector<double> qo(q.size()), vo(v.size());
@@ -458,6 +464,21 @@ TEST(Contact, CudaMatchesCpuOnTenThousandEnvironments) {
                                       "q after 5 control steps"));
   EXPECT_TRUE(test::near_like_float32(part(gpu, true), part(cpu, true), part(ref, true), 1e-2, 2e-2,
                                       "v after 5 control steps"));
+}
+
+TEST(Contact, CudaMatchesCpuOnTenThousandEnvironments) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: moreau built without CUDA or no GPU present";
+  expect_cuda_matches_cpu(load_model(asset("anymal_c.json")), false);
+}
+
+// The same on rough ground: random heights ±3 cm on a 0.1 m grid of 30 x 30 m.
+TEST(Contact, CudaMatchesCpuOnAHeightfield) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: moreau built without CUDA or no GPU present";
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<double> z(-0.03, 0.03);
+  std::vector<double> h(301 * 301);
+  for (double& x : h) x = z(rng);
+  expect_cuda_matches_cpu(with_heightfield(load_model(asset("anymal_c.json")), h, 301, 301, 0.1, 0.1, -15, -15), true);
 }
 
 // ---------------------------------------------------------------------------------------
