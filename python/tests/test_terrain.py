@@ -322,3 +322,25 @@ def test_rough_presets_build_and_step(preset):
         for _ in range(20):
             obs, rew, done, _ = e.step(torch.randn(8, 12, generator=g) * 0.5)
     assert obs.shape[1] == e.num_obs and torch.isfinite(obs).all() and torch.isfinite(rew).all()
+
+
+def test_rough_checkpoint_evaluates_per_terrain_type_and_level(tmp_path):
+    """A PPO checkpoint of the rough preset (one short iteration) evaluates with the environments
+    spread over every level, each on its tile, and the metrics per terrain type and level, which
+    average (environment-weighted) to the overall ones; the plot per difficulty is written."""
+    from moreau.evaluation.evaluate import eval_env, evaluate
+    from moreau.trainers.checkpoints import load_policy
+    from moreau.trainers.ppo import main
+    log = tmp_path / "rough"
+    assert main(["--task", "locomotion", "--task-preset", "rough", "--iterations", "1", "--num-envs", "4",
+                 "--steps-per-env", "4", "--n-threads", "1", "--log-dir", str(log)]) == 0
+    policy = load_policy(str(log / "model_final.pt"))
+    env = eval_env(policy.meta["env"], "locomotion", 60, "hard", sim_threads=1)
+    assert not env.cfg.terrain_curriculum and env.cfg.terrain["max_init_level"] == 9 and env.num_obs == 235
+    assert int(env.levels.max()) > 5
+    res = evaluate(env, policy, 0.5, "locomotion", plot=str(tmp_path / "eval.png"), seed=1)
+    rows = res["terrain"]
+    assert sum(r["envs"] for r in rows) == 60 and {r["type"] for r in rows} == set(env.terrain.types)
+    for k in ("lin_vel_error", "yaw_rate_error", "falls_per_minute"):
+        assert sum(r[k] * r["envs"] for r in rows) / 60 == pytest.approx(res[k], rel=1e-9, abs=1e-12), k
+    assert (tmp_path / "eval_terrain.png").stat().st_size > 10000

@@ -18,7 +18,10 @@ locomotion: the planar and yaw-rate velocity-tracking errors and, with a gait cl
 pattern (trot fraction, diagonal sync, stance fraction); cart-pole: the balanced fraction. With
 locomotion, a PNG plot (``--plot``, default next to the checkpoint) of commanded vs achieved
 v_x, v_y, ω_z of the first environments, and with ``--video PATH`` (.gif, or .mp4 with ffmpeg)
-a 3-D stick figure of the first ``--video-envs`` environments (moreau.evaluation.video).
+a 3-D stick figure of the first ``--video-envs`` environments (moreau.evaluation.video). On a
+generated terrain (a checkpoint of the ``rough`` presets) the environments are spread over every
+level and stay on their tiles, and the metrics and a second plot (``*_terrain.png``) are also given
+per terrain type and level.
 
 Environments that end are reset inside the env's step, as in training, so every environment
 is simulated for the whole ``--seconds``. Runs without gradients (torch.no_grad).
@@ -36,7 +39,7 @@ import torch
 from ..tasks import make_env
 from ..trainers.checkpoints import load_policy
 from .metrics import rollout_metrics
-from .video import plot_velocity_traces, render_video
+from .video import plot_terrain_metrics, plot_velocity_traces, render_video
 
 __all__ = ["evaluate", "eval_env", "main"]
 
@@ -80,6 +83,9 @@ def evaluate(env, policy: Callable[[torch.Tensor], torch.Tensor], seconds: float
     if locomotion and plot:
         plot_velocity_traces(plot, trace["cmd"], trace["vel"], env.dt)
         res["plot"] = plot
+        if "terrain" in res:
+            res["terrain_plot"] = os.path.splitext(plot)[0] + "_terrain.png"
+            plot_terrain_metrics(res["terrain_plot"], res["terrain"])
     if locomotion and video:
         render_video(video, env, trace["q"], trace["frame_vel"], fps=video_fps)
         res["video"] = video
@@ -98,6 +104,10 @@ def eval_env(checkpoint_meta: Dict, task: str, num_envs: int, contact: Optional[
     kw: Dict = {}
     if task == "locomotion":
         cfg["curriculum_command"] = None
+        if cfg.get("terrain") is not None:  # every level, each environment staying on its tile
+            levels = dict(cfg["terrain"]).get("num_levels", 10)
+            cfg["terrain"] = dict(cfg["terrain"], max_init_level=levels - 1)
+            cfg["terrain_curriculum"] = False
         if command is not None:
             kw["command_ranges"] = tuple((float(c), float(c)) for c in command)
             kw["small_command_threshold"] = 0.0
@@ -204,6 +214,9 @@ def main(argv=None) -> int:
             if "trot_fraction" in res:
                 print(f"  trot fraction          {res['trot_fraction']:.3f} (diagonal pairs in sync "
                       f"{res['diagonal_sync']:.3f}, stance {res['stance_fraction']:.3f})")
+            for r in res.get("terrain", []):
+                print(f"  {r['type']:<13} level {r['level']} ({r['envs']} envs): {r['lin_vel_error']:.3f} m/s, "
+                      f"{r['yaw_rate_error']:.3f} rad/s, {r['falls_per_minute']:.2f} falls/min")
             if plot:
                 print(f"  plot                   {plot}")
             if a.video:

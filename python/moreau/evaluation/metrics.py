@@ -13,7 +13,9 @@ the env's step, so each is simulated for the whole rollout):
   environment-steps whose contact pattern is a trot (LF = RH ≠ RF = LH), ``diagonal_sync`` the
   fraction with LF = RH and RF = LH, ``stance_fraction`` the feet's mean time in contact;
 - cart-pole (``CartPoleMetrics``): ``balanced_fraction``, the fraction of environment-steps with
-  the pole within ``CartPole.balanced_angle`` (0.2 rad) of upright.
+  the pole within ``CartPole.balanced_angle`` (0.2 rad) of upright;
+- locomotion on a generated terrain: ``terrain``, the tracking errors and falls per minute per
+  terrain type and level (``LocomotionMetrics.terrain_rows``).
 
 The tracking criterion (``BARS``) a walking policy meets: planar error ≤ 0.2 m/s, yaw-rate error
 ≤ 0.25 rad/s and at most 1 fall per minute (``meets_bars``; ``first_at_bar`` of a learning curve).
@@ -109,18 +111,27 @@ class RolloutMetrics:
 
 class LocomotionMetrics(RolloutMetrics):
     """RolloutMetrics with the velocity-tracking errors and, with a gait clock, the foot pattern
-    (see the module docstring). ``velocity``: the last step's achieved (linear, angular) velocity."""
+    (see the module docstring). ``velocity``: the last step's achieved (linear, angular) velocity.
+    On a generated terrain (``env.terrain``) also ``terrain``: the errors and falls per terrain type
+    and level, each environment counted on its tile (the level curriculum off)."""
 
     def __init__(self, env):
         super().__init__(env)
         self.clock = env.cfg.gait_frequency > 0
         self.velocity: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
+        self.per_env: Dict[str, torch.Tensor] = {}
 
     def update(self, rew, done, info, cmd=None) -> None:
         super().update(rew, done, info)
         lin, ang = self.velocity = achieved_velocity(self.env, info["obs_before_reset"])
-        self.add("lin_err", (cmd[:, :2] - lin[:, :2]).norm(dim=1).double().sum())
-        self.add("ang_err", (cmd[:, 2] - ang[:, 2]).abs().double().sum())
+        lin_err = (cmd[:, :2] - lin[:, :2]).norm(dim=1).double()
+        ang_err = (cmd[:, 2] - ang[:, 2]).abs().double()
+        self.add("lin_err", lin_err.sum())
+        self.add("ang_err", ang_err.sum())
+        if getattr(self.env, "terrain", None) is not None:
+            falls = (done & ~info.get("time_outs", torch.zeros_like(done))).double()
+            for k, x in (("lin_err", lin_err), ("ang_err", ang_err), ("falls", falls)):
+                self.per_env[k] = self.per_env[k] + x if k in self.per_env else x
         if self.clock:
             c = foot_contacts(self.env)  # LF, RF, LH, RH
             diag = (c[:, 0] == c[:, 3]) & (c[:, 1] == c[:, 2])
@@ -138,7 +149,30 @@ class LocomotionMetrics(RolloutMetrics):
             res["trot_fraction"] = t["trot"] / samples
             res["diagonal_sync"] = t["sync"] / samples
             res["stance_fraction"] = t["stance"] / samples
+        if self.per_env:
+            res["terrain"] = self.terrain_rows()
         return res
+
+    def terrain_rows(self) -> List[Dict]:
+        """One row per (terrain type, level) that has environments: type, level, difficulty,
+        environments, lin_vel_error, yaw_rate_error, falls_per_minute."""
+        env, terrain = self.env, self.env.terrain
+        per = {k: v.cpu() for k, v in self.per_env.items()}
+        levels, cols = env.levels.cpu(), env.cols.cpu()
+        minutes = self.steps * env.dt / 60.0
+        rows = []
+        for kind in dict.fromkeys(terrain.types):
+            in_type = torch.tensor([terrain.types[c] == kind for c in cols.tolist()], dtype=torch.bool)
+            for level in range(terrain.cfg.num_levels):
+                sel = in_type & (levels == level)
+                k = int(sel.sum())
+                if k == 0:
+                    continue
+                rows.append({"type": kind, "level": level, "difficulty": level / max(terrain.cfg.num_levels - 1, 1),
+                             "envs": k, "lin_vel_error": float(per["lin_err"][sel].sum()) / (k * self.steps),
+                             "yaw_rate_error": float(per["ang_err"][sel].sum()) / (k * self.steps),
+                             "falls_per_minute": float(per["falls"][sel].sum()) / (k * minutes)})
+        return rows
 
 
 class CartPoleMetrics(RolloutMetrics):

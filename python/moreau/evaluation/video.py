@@ -92,6 +92,28 @@ def render_video(path: str, env, qs: torch.Tensor, vel: torch.Tensor, fps: float
     plt.close(fig)
 
 
+def plot_terrain_metrics(path: str, rows) -> None:
+    """A PNG of the planar and yaw-rate tracking errors and the falls per minute against the
+    terrain's difficulty, one line per terrain type (``rows``: LocomotionMetrics.terrain_rows)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [("lin_vel_error", "planar error [m/s]"), ("yaw_rate_error", "yaw-rate error [rad/s]"),
+            ("falls_per_minute", "falls per minute")]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for kind in dict.fromkeys(r["type"] for r in rows):
+        mine = [r for r in rows if r["type"] == kind]
+        for ax, (k, label) in zip(axes, keys):
+            ax.plot([r["difficulty"] for r in mine], [r[k] for r in mine], marker="o", label=kind)
+            ax.set_xlabel("difficulty")
+            ax.set_ylabel(label)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def plot_velocity_traces(path: str, cmd: torch.Tensor, vel: torch.Tensor, dt: float) -> None:
     """A PNG of commanded (dashed) and achieved v_x, v_y, ω_z against time: ``cmd`` and ``vel``
     (T, k, 3) for k environments, one column each; ``dt`` the control step [s]."""
