@@ -1,18 +1,21 @@
 // Heightfield ground (kernels/contact.h's Ground, Model::hfield_*, with_heightfield): the
 // piecewise-planar surface against the planes it samples, a flat heightfield against the plane
 // bit for bit, a cube on a slope against the analytic answer (sticking below tan θ = μ, sliding
-// at g (sin θ − μ cos θ) above) in hard, soft and smooth contact, and the per-environment origin.
-// The adjoints through the terrain are checked against finite differences in gradient_test.cc
-// and contact_adjoint_test.cc.
+// at g (sin θ − μ cos θ) above) in hard, soft and smooth contact, ANYmal C on a slope against
+// ANYmal C on the plane under tilted gravity, ANYmal C resting on stairs, and the per-environment
+// origin. The adjoints through the terrain are checked against finite differences in
+// gradient_test.cc and contact_adjoint_test.cc; MuJoCo's heightfield in python/tests/test_terrain.py.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "host/backend.h"
 #include "kernels/contact.h"
+#include "moreau/dynamics.h"
 #include "moreau/simulator.h"
 #include "support/test_util.h"
 
@@ -200,6 +203,120 @@ TEST(Terrain, EnvironmentOriginShiftsTheGround) {
   for (int k = 2; k < 7; ++k) EXPECT_NEAR(q[k], q[7 + k], 1e-9) << "q[" << k << "]";
   for (int k = 0; k < 6; ++k) EXPECT_NEAR(v[k], v[6 + k], 1e-9) << "v[" << k << "]";
   EXPECT_LT(q[2], 0.15) << "the cube should have landed";
+}
+
+// A 10° slope is the plane under gravity tilted by 10°: ANYmal C standing on the slope
+// z = x tan θ (its default pose rotated by −θ about y, so that its feet stand on the slope as on
+// the plane), its servos holding the pose, moves as ANYmal C on the plane z = 0 under gravity
+// g (−sin θ, 0, −cos θ), rotated: after 1 s (it sways down the slope on its compliant legs, μ = 1
+// > tan θ: the feet stick) the two states agree to 1e-6 (hard, soft) or 1e-5 (smooth) in
+// position, orientation and velocity, in every contact mode.
+TEST(Terrain, ASlopeIsThePlaneUnderTiltedGravity) {
+  const double th = 10 * kPi / 180, c = std::cos(th), s = std::sin(th);
+  Model flat = load_model(asset("anymal_c.json"));
+  flat.gravity[0] = -9.81 * s;
+  flat.gravity[2] = -9.81 * c;
+  const Model robot = load_model(asset("anymal_c.json"));
+  const Vec h = sample(61, 41, -3.0, -2.0, 0.1, [&](double x, double) { return x * std::tan(th); });
+  const Model slope = with_heightfield(robot, h, 61, 41, 0.1, 0.1, -3.0, -2.0);
+  // R = R_y(−θ): the plane's frame to the slope's; its quaternion (cos θ/2, 0, −sin θ/2, 0)
+  auto rotate = [&](const double* p, double sign) {  // R p (sign 1) or Rᵀ p (sign −1)
+    return Vec{c * p[0] - sign * s * p[2], p[1], sign * s * p[0] + c * p[2]};
+  };
+  const double qr[4] = {std::cos(th / 2), 0, -std::sin(th / 2), 0};
+  auto qmul = [](const double* a, const double* b) {
+    return Vec{a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3], a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+               a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1], a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]};
+  };
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Vec q(robot.qpos0), v(robot.nv, 0.0), u(robot.nu);
+    q[2] -= lowest_gap(robot, q.data());  // the feet on the plane
+    for (int a = 0; a < robot.nu; ++a) u[a] = robot.qpos0[robot.actuator_qposadr[a]];
+    Vec qs = q;  // the same state on the slope
+    const Vec p = rotate(q.data(), 1), o = qmul(qr, q.data() + 3);
+    std::copy(p.begin(), p.end(), qs.begin());
+    std::copy(o.begin(), o.end(), qs.begin() + 3);
+    auto run = [&](const Model& m, Vec x) {
+      Simulator sim(m, options(1, mode));
+      sim.set_state(x.data(), v.data(), 1);
+      sim.set_action(u.data(), 1);
+      sim.step(50);
+      Vec q1(robot.nq), v1(robot.nv);
+      sim.get_state(q1.data(), v1.data(), 1);
+      int32_t status = -1;
+      sim.get_status(&status, 1);
+      EXPECT_EQ(status, 0);
+      q1.insert(q1.end(), v1.begin(), v1.end());
+      return q1;
+    };
+    const Vec a = run(flat, q), b = run(slope, qs);
+    // b in the plane's frame: Rᵀ positions and linear velocity, R⁻¹ ⊗ orientation
+    const double qri[4] = {qr[0], 0, -qr[2], 0};
+    const Vec pb = rotate(b.data(), -1), ob = qmul(qri, b.data() + 3), vb = rotate(b.data() + robot.nq, -1);
+    Vec back = b;
+    std::copy(pb.begin(), pb.end(), back.begin());
+    std::copy(ob.begin(), ob.end(), back.begin() + 3);
+    std::copy(vb.begin(), vb.end(), back.begin() + robot.nq);
+    const double tol = mode == ContactMode::Smooth ? 1e-5 : 1e-6;
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(back[k], a[k], tol) << (k < size_t(robot.nq) ? "q[" : "v[") << k << "]";
+    EXPECT_GT(std::abs(a[0] - q[0]), 0.01) << "the robot should sway down the slope";
+  }
+}
+
+// World (x, y) of each contact point of the model at q.
+Vec contact_xy(const Model& m, const Vec& q) {
+  Vec pos(3 * m.nbody), quat(4 * m.nbody), out;
+  body_poses(m, q.data(), pos.data(), quat.data());
+  for (int k = 0; k < m.ncon; ++k) {
+    const int b = m.con_body[k];
+    const kern::Vec3<double> p = kern::quat_to_mat(kern::quat(quat.data() + 4 * b)) * kern::vec3(m.con_pos.data() + 3 * k);
+    out.push_back(pos[3 * b] + p.x);
+    out.push_back(pos[3 * b + 1] + p.y);
+  }
+  return out;
+}
+
+// ANYmal C dropped 5 cm above stairs of 5 cm steps, 0.31 m deep along x (its front feet two steps
+// above its hind feet; the sampled step edges are ramps of 27°, below the friction angle), the
+// servos holding the default pose: it settles on its compliant legs and rests, the base slower
+// than 1 cm/s at 4 s (smooth 3 cm/s: its slow creep), the feet moving by less than 1 cm from 2 s
+// to 4 s and on the ground (gap within 2 mm above, below by at most the mode's sink: hard 1 mm,
+// soft 5 mm at k_n 5e4 N/m, smooth 4 cm).
+TEST(Terrain, QuadrupedRestsOnStairs) {
+  const Model robot = load_model(asset("anymal_c.json"));
+  const Vec h = sample(81, 41, -4.0, -2.0, 0.1, [](double x, double) { return 0.05 * std::floor(x / 0.31 + 0.5); });
+  const Model stairs = with_heightfield(robot, h, 81, 41, 0.1, 0.1, -4.0, -2.0);
+  for (const auto& [mode, sink, rest] : {std::tuple{ContactMode::Hard, 1e-3, 0.01}, {ContactMode::Soft, 5e-3, 0.01},
+                                         {ContactMode::Smooth, 4e-2, 0.03}}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    SimulatorOptions o = options(1, mode);
+    o.contact.tolerance = 0;  // the default
+    Simulator sim(stairs, o);
+    const double kn = 5e4;
+    sim.set_param("contact_kn", &kn, 1, 1);
+    Vec q(robot.qpos0), v(robot.nv, 0.0), gaps(robot.ncon), u(robot.nu);
+    q[2] -= lowest_gap(stairs, q.data()) - 0.05;
+    for (int a = 0; a < robot.nu; ++a) u[a] = robot.qpos0[robot.actuator_qposadr[a]];
+    sim.set_state(q.data(), v.data(), 1);
+    sim.set_action(u.data(), 1);
+    sim.step(100);  // 2 s
+    sim.get_state(q.data(), v.data(), 1);
+    const Vec feet = contact_xy(stairs, q);
+    sim.step(100);
+    sim.get_state(q.data(), v.data(), 1);
+    int32_t status = -1;
+    sim.get_status(&status, 1);
+    EXPECT_EQ(status, 0);
+    EXPECT_LT(std::hypot(v[0], v[1], v[2]), rest) << "at rest";
+    const Vec feet2 = contact_xy(stairs, q);
+    for (size_t k = 0; k < feet.size(); ++k) EXPECT_NEAR(feet2[k], feet[k], 0.01) << "foot coordinate " << k;
+    contact_gaps(stairs, q.data(), gaps.data());
+    for (int k = 0; k < robot.ncon; ++k) {
+      EXPECT_LT(gaps[k], 2e-3) << "foot " << k << " on the ground";
+      EXPECT_GT(gaps[k], -sink) << "foot " << k;
+    }
+  }
 }
 
 TEST(Terrain, BadHeightfieldsAreRefusedWithTheArgumentNamed) {
