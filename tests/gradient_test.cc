@@ -1035,6 +1035,46 @@ TEST(TerrainGradient, FloatAndDoubleGradientsAgree) {
   }
 }
 
+// A ridge: the roof z = −0.3 |x| sampled on a 0.1 m grid with its crest on the grid line x = 0,
+// and the ball of the contact tests pressed 0.1 mm onto it, sliding a little (μ 0.5). With its
+// centre 2 mm off the crest, on one facet, every coordinate's central difference stays on that
+// facet and matches the adjoint, in hard, smooth and soft contact. With the centre on the crest
+// (and no x velocity: the contact is looked up at the step's midpoint) the step has a kink in x:
+// the adjoint is the derivative from the side of the larger grid index (x > 0, docs/terrain.md),
+// which a forward difference gives and a backward one does not.
+TEST(TerrainGradient, BallOnARidgeMatchesTheFacetUnderItsCentre) {
+  Vec h(21 * 5);
+  for (int j = 0; j < 5; ++j)
+    for (int i = 0; i < 21; ++i) h[j * 21 + i] = -0.3 * std::abs(-1.0 + 0.1 * i);
+  const Model ball = with_heightfield(ball_model(), h, 21, 5, 0.1, 0.1, -1.0, -0.2);
+  const double nz = 1 / std::sqrt(1 + 0.09);
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
+    for (double x0 : {0.002, -0.002, 0.0}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + ", centre at x = " + std::to_string(x0));
+      Problem P(ball, 1, mode, 95, 0.0);
+      P.set_param("friction", 0.5);
+      // pressed 0.1 mm along the normal of the facet under the centre
+      P.in.q = {x0, 0.0, -0.3 * std::abs(x0) + (0.1 - 1e-4) / nz, 0.98, 0.1, -0.15, 0.05};
+      const double n = std::sqrt(0.98 * 0.98 + 0.01 + 0.0225 + 0.0025);
+      for (int k = 3; k < 7; ++k) P.in.q[k] /= n;
+      P.in.v = {x0 != 0.0 ? 0.02 : 0.0, -0.01, -0.02, 0.05, -0.03, 0.04};  // (the contact is at q_M = q ⊕ h/2 v)
+      if (x0 != 0.0) {
+        expect_matches_fd(P, 1e-5);
+        continue;
+      }
+      const Batch g = P.gradient();
+      const double eps = 1e-7, base = P.loss(P.in);
+      P.in.q[0] = eps;
+      const double forward = (P.loss(P.in) - base) / eps;
+      P.in.q[0] = -eps;
+      const double backward = (base - P.loss(P.in)) / eps;
+      P.in.q[0] = 0.0;
+      EXPECT_NEAR(g.q[0], forward, 1e-4 * std::max(1.0, std::abs(forward))) << "the x > 0 facet's derivative";
+      EXPECT_GT(std::abs(forward - backward), 1e-2 * std::max(1.0, std::abs(forward))) << "a kink at the crest";
+    }
+  }
+}
+
 // ANYmal C standing on rough ground (heights uniform in ±4 cm on a 0.2 m grid): each foot on a
 // facet of its own slope; settled from the default pose, the base pressed 1 mm in.
 TEST(TerrainGradient, QuadrupedOnRoughGroundMatchesFiniteDifferences) {
