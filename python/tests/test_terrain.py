@@ -344,3 +344,26 @@ def test_rough_checkpoint_evaluates_per_terrain_type_and_level(tmp_path):
     for k in ("lin_vel_error", "yaw_rate_error", "falls_per_minute"):
         assert sum(r[k] * r["envs"] for r in rows) / 60 == pytest.approx(res[k], rel=1e-9, abs=1e-12), k
     assert (tmp_path / "eval_terrain.png").stat().st_size > 10000
+
+
+def test_body_contacts_keep_the_robot_files_collision_shapes_and_end_episodes():
+    """With body_contacts the Go1 keeps every collision shape of its MJCF (trunk, hips, thighs as
+    contact points against the terrain): it still stands on its feet alone, and a base lowered
+    until its trunk touches the ground ends the episode."""
+    import warnings
+    from moreau.tasks.locomotion import Locomotion
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moreau.ModelWarning)
+        e = Locomotion(robot="go1", num_envs=2, body_contacts=True, push_robots=False, n_threads=1, base_height_limit=0.01,
+                       randomize_base_mass=False, reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0),
+                       terrain=dict(num_levels=2, num_types=2, border=1.0, max_init_level=0, proportions=(1, 0, 1, 0, 0)))
+    m = e.sim.model
+    assert m.ncon == 100 and len(e.knees) == 96  # the 96 non-foot points are the forbidden ones
+    with torch.no_grad():
+        for _ in range(50):
+            _, _, done, _ = e.step(torch.zeros(2, 12))
+            assert not done.any()
+    q = e.q.clone()
+    q[:, 2] = e.origin[:, 2] + 0.05  # the trunk on the platform (the base above the height limit)
+    failed, _ = e.check_termination(q, e.v)
+    assert failed.all()

@@ -63,7 +63,10 @@ state (moreau.torch.step, and the kinematics in torch); those two are counts of 
 Termination: base height below ``base_height_limit`` (the stand-in for base contact: only the
 feet have contact geometry), with ``knee_contacts`` a knee touching the ground (legged_gym's
 forbidden contacts: a sphere of radius 5 cm at each thigh's knee end, the Menagerie's knee
-cylinder, simulated like the feet), tilt (angle of the base z axis from the vertical) above
+cylinder, simulated like the feet), with ``body_contacts`` any contact point of the robot file
+but the feet touching the ground (every collision shape the file has, the trunk's, thighs' and
+shanks' of an MJCF or URDF robot, simulated against the ground or terrain; legged_gym's
+terminate_after_contacts_on), tilt (angle of the base z axis from the vertical) above
 ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
 (``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
 pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
@@ -166,7 +169,7 @@ def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     """The configuration's robot (``cfg.robot``, moreau.tasks.robots) with the config's joint damping
     and friction loss on every leg joint where set, its drives' torque–speed line with
     ``drive_max_velocity``, and knee contacts with ``knee_contacts`` (the robot's knee spheres added
-    to a JSON robot file); only the feet (and knees) keep their contact points."""
+    to a JSON robot file); only the feet (and knees) keep their contact points, unless ``body_contacts``."""
     robot = robot_config(cfg.robot)
     path = _robot_path(robot)
     knees = tuple(robot.knees)
@@ -201,6 +204,8 @@ def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
         knees += tuple(knee_names)
         model = moreau.load_model_from_string(json.dumps(spec), source=path)
     keep = set(robot.feet) | (set(knees) if cfg.knee_contacts else set())
+    if cfg.body_contacts:
+        keep |= set(model.con_name)
     missing = keep - set(model.con_name)
     if missing:
         raise ValueError(f"Locomotion: robot {cfg.robot!r}: no contact point(s) {sorted(missing)} in {path} "
@@ -274,6 +279,7 @@ class LocomotionConfig:
     # termination
     base_height_limit: Optional[float] = None
     knee_contacts: bool = False                 # knee spheres on the thighs; a knee on the ground is a failure
+    body_contacts: bool = False                 # every contact point of the robot file; any but a foot's touching is a failure
     max_tilt: float = 1.0                       # rad
     # rough terrain (moreau.tasks.terrain; None: flat ground): TerrainConfig's fields
     terrain: Optional[Dict] = None
