@@ -93,6 +93,9 @@ std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
   cuda_block_threads(o.cuda_block);  // throws on a bad value, whatever the device
   if (o.timestep > 0) model.timestep = o.timestep;
   if (o.decimation > 0) model.decimation = o.decimation;
+  if (model.hfield_nx != 0 || model.hfield_ny != 0 || !model.hfield_height.empty())  // a model edited by hand
+    with_heightfield(model, model.hfield_height, model.hfield_nx, model.hfield_ny, model.hfield_spacing[0],
+                     model.hfield_spacing[1], model.hfield_origin[0], model.hfield_origin[1]);
   if (o.device == Device::CUDA) {
     if (o.dtype != DType::Float32)
       throw Error(std::string("Simulator: dtype: the CUDA backend runs float32, got ") + dtype_name(o.dtype));

@@ -337,6 +337,10 @@ TEST(Terrain, BadHeightfieldsAreRefusedWithTheArgumentNamed) {
             std::string::npos);
   EXPECT_NE(message([&] { with_heightfield(cube, {0, 0, NAN, 0}, 2, 2, 0.1, 0.1); }).find("index 2"),
             std::string::npos);
+  Model edited = with_heightfield(cube, Vec(4, 0.0), 2, 2, 0.1, 0.1);  // a Model's fields set by hand
+  edited.hfield_nx = 1;
+  EXPECT_NE(message([&] { Simulator sim(edited, options(1, ContactMode::Hard)); }).find("argument 'nx'"),
+            std::string::npos);
 }
 
 }  // namespace
