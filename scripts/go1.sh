@@ -2,29 +2,48 @@
 # results/go1/README.md, end to end and resumable: SHAC through smooth contact trains the Unitree
 # Go1 (the locomotion task's "go1" robot configuration, docs/robots.md) from scratch with the
 # shipped ANYmal C recipe (preset walk_fast, the gait clock scaled to the robot), one run per seed
-# given (default 0) on one core each (2,500 iterations); then moreau's evaluation protocol under
-# hard contact (128 environments x 20 s) and the policy and compressed log in results/go1/sK/.
-# Training resumes from the newest checkpoint in runs/go1_sK (--resume auto).
-# Usage: bash scripts/go1.sh [SEED ...]
+# given (default 0) on one core each (2,500 iterations, or up to --until's); then moreau's
+# evaluation protocol under hard contact (128 environments x 20 s) and the policy and compressed
+# log in results/go1/<variant>sK/ (the final policy, or policy_<it>.pt when stopped at --until).
+# Variants (--variant): "" (the robot configuration as it is) and "scale05_" (action_scale 0.5,
+# ANYmal C's, instead of the configuration's 0.25).
+# Training resumes from the newest checkpoint in runs/go1_<variant>sK (--resume auto).
+# Usage: bash scripts/go1.sh [--variant scale05_] [--until IT] [SEED ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+variant="" until=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --variant) variant="$2"; shift 2 ;;
+    --until) until="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+case "$variant" in
+  "") config='{"robot": "go1"}' ;;
+  scale05_) config='{"robot": "go1", "action_scale": 0.5}' ;;
+  *) echo "scripts/go1.sh: --variant: expected '' or scale05_, got '$variant'" >&2; exit 2 ;;
+esac
 seeds=("${@:-0}")
 out=results/go1
 mkdir -p runs "$out"
 for s in "${seeds[@]}"; do
-  python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_fast --task-config '{"robot": "go1"}' \
-    --seed "$s" --logdir "runs/go1_s$s" --sim-threads 1 --torch-threads 1 --resume auto --no-progress \
-    > "runs/go1_s$s.out" 2>&1 &
+  python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_fast --task-config "$config" \
+    --seed "$s" --logdir "runs/go1_${variant}s$s" --sim-threads 1 --torch-threads 1 --resume auto --no-progress \
+    ${until:+--until "$until"} > "runs/go1_${variant}s$s.out" 2>&1 &
 done
 wait
 for s in "${seeds[@]}"; do
-  run="runs/go1_s$s" dest="$out/s$s"
+  run="runs/go1_${variant}s$s" dest="$out/${variant}s$s"
+  model="$run/model_final.pt" suffix=""
+  if [ -n "$until" ] && [ ! -s "$model" ]; then model="$run/model_$until.pt" suffix="_$until"; fi
   mkdir -p "$dest"
-  [ -s "$dest/policy.pt" ] || python3 -m moreau.trainers.checkpoints strip "$run/model_final.pt" "$dest/policy.pt"
-  [ -s "$dest/eval_hard.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate "$dest/policy.pt" \
-    --contact hard --json "$dest/eval_hard.json" --plot "$dest/walk_hard.png" --sim-threads 1
-  [ -s "$dest/eval_smooth.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate "$dest/policy.pt" \
-    --contact smooth --json "$dest/eval_smooth.json" --plot none --sim-threads 1
+  [ -s "$dest/policy$suffix.pt" ] || python3 -m moreau.trainers.checkpoints strip "$model" "$dest/policy$suffix.pt"
+  [ -s "$dest/eval_hard$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
+    "$dest/policy$suffix.pt" --contact hard --json "$dest/eval_hard$suffix.json" --plot "$dest/walk_hard$suffix.png" \
+    --sim-threads 1
+  [ -s "$dest/eval_smooth$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
+    "$dest/policy$suffix.pt" --contact smooth --json "$dest/eval_smooth$suffix.json" --plot none --sim-threads 1
   python3 -c 'import sys; from moreau.trainers.runlog import compress_log; compress_log(sys.argv[1], sys.argv[2])' \
-    "$run/log.csv" "$dest/log.csv.xz"
+    "$run/log.csv" "$dest/log$suffix.csv.xz"
 done
