@@ -19,6 +19,10 @@
 #include <set>
 #include <sstream>
 
+#ifdef MOREAU_WITH_PNG
+#include <png.h>
+#endif
+
 #include "host/xml_util.h"
 
 namespace moreau {
@@ -51,8 +55,8 @@ const std::map<std::string, AttrTable>& attr_tables() {
     t["mujoco"] = table({"model"}, {}, {});
     t["include"] = table({"file"}, {}, {});
     t["compiler"] = table({"angle", "eulerseq", "autolimits", "inertiafromgeom", "settotalmass", "inertiagrouprange",
-                           "coordinate", "boundmass", "boundinertia", "balanceinertia"},
-                          {"meshdir", "texturedir", "assetdir", "strippath", "fitaabb", "discardvisual", "convexhull",
+                           "coordinate", "boundmass", "boundinertia", "balanceinertia", "meshdir", "assetdir"},
+                          {"texturedir", "strippath", "fitaabb", "discardvisual", "convexhull",
                            "usethread", "fusestatic", "exactmeshinertia", "saveinertial", "alignfree"},
                           {});
     t["option"] = table({"timestep", "gravity", "integrator", "density", "viscosity", "wind"},
@@ -429,6 +433,8 @@ class MjcfParser {
       eulerseq_ = s;
     }
     autolimits_ = boolean(l, "autolimits", autolimits_);
+    // heightfield files are found in meshdir (assetdir sets it unless meshdir is given), as MuJoCo does
+    if (const char* dir = e->Attribute("meshdir") ? e->Attribute("meshdir") : e->Attribute("assetdir")) meshdir_ = dir;
     inertiafromgeom_ = keyword(l, "inertiafromgeom", inertiafromgeom_, {"false", "true", "auto"});
     settotalmass_ = number(l, "settotalmass", settotalmass_);
     if (e->Attribute("inertiagrouprange")) {
@@ -708,10 +714,11 @@ class MjcfParser {
     }
   }
 
-  // MuJoCo's <hfield nrow ncol size="rx ry top base" elevation="...">: the elevations normalised
-  // to [0, 1] (minus their minimum, over their range) times `top`, the rows listed from +y to −y,
-  // the grid spanning ±rx, ±ry about the geom's position (its height added). Only inline elevation
-  // data is read; the geom may not be rotated.
+  // MuJoCo's <hfield nrow ncol size="rx ry top base" elevation="..."> or <hfield file="F.png"
+  // size=...>: the elevations (a PNG's first channel: the grey, or the red of a colour image)
+  // normalised to [0, 1] (minus their minimum, over their range) times `top`, the rows listed (the
+  // image's rows from its top) from +y to −y, the grid spanning ±rx, ±ry about the geom's position
+  // (its height added). The geom may not be rotated.
   void read_heightfield(const Geom& g) {
     const char* name = g.elem->Attribute("hfield");
     const auto it = name ? hfields_.find(name) : hfields_.end();
@@ -719,19 +726,25 @@ class MjcfParser {
       throw Error(loc(g.elem) + ": " + describe(g.elem) + ": no <hfield> asset named " + in_quotes(name ? name : ""));
     const XMLElement* h = it->second;
     const std::string where = loc(h) + ": <hfield " + in_quotes(name) + ">";
-    if (!h->Attribute("elevation"))
-      throw Error(where + ": only inline 'elevation' data is read (a 'file' heightfield is not supported yet)");
-    if (h->Attribute("file")) throw Error(where + ": both 'file' and 'elevation' given");
+    const char* file = h->Attribute("file");
+    if (file && h->Attribute("elevation")) throw Error(where + ": both 'file' and 'elevation' given");
+    if (!file && !h->Attribute("elevation")) throw Error(where + ": neither 'file' nor 'elevation' given");
     if (!g.quat.isApprox(Quat::Identity(), 1e-12))
       throw Error(loc(g.elem) + ": " + describe(g.elem) + ": a rotated heightfield is not supported");
-    const int nrow = h->IntAttribute("nrow", 0), ncol = h->IntAttribute("ncol", 0);
+    int nrow = h->IntAttribute("nrow", 0), ncol = h->IntAttribute("ncol", 0);
+    std::vector<double> e;  // the values, rows listed from +y to −y
+    if (file) {
+      if (nrow || ncol) throw Error(where + ": 'nrow' and 'ncol' go with 'elevation', not with a 'file'");
+      const std::string dir = meshdir_.empty() ? include_dir_ : meshdir_[0] == '/' ? meshdir_ : include_dir_ + "/" + meshdir_;
+      e = read_png(file[0] == '/' ? std::string(file) : dir + "/" + file, where, nrow, ncol);
+    }
     if (nrow < 2 || ncol < 2)
       throw Error(where + ": expected nrow and ncol >= 2, got " + std::to_string(nrow) + " and " + std::to_string(ncol));
     const std::vector<double> size = numbers(where, "size", h->Attribute("size") ? h->Attribute("size") : "", 4, 4);
     if (!(size[0] > 0 && size[1] > 0 && size[2] >= 0))
       throw Error(where + ": attribute 'size': expected radius_x, radius_y > 0 and elevation_z >= 0");
     const size_t n = static_cast<size_t>(nrow) * ncol;
-    const std::vector<double> e = numbers(where, "elevation", h->Attribute("elevation"), n, n);
+    if (!file) e = numbers(where, "elevation", h->Attribute("elevation"), n, n);
     const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
     HeightfieldSpec& hf = spec_.heightfield;
     hf.nx = ncol;
@@ -746,6 +759,36 @@ class MjcfParser {
         const double v = e[static_cast<size_t>(nrow - 1 - j) * ncol + i];
         hf.height[static_cast<size_t>(j) * ncol + i] = g.pos.z() + size[2] * (*hi > *lo ? (v - *lo) / (*hi - *lo) : 0.0);
       }
+  }
+
+  // A PNG heightfield file's first channel per pixel (an 8-bit image's grey, or its red), rows from
+  // the image's top; its size into nrow, ncol. libpng's simplified API; 16-bit images are refused
+  // (MuJoCo reads 8 bits).
+  std::vector<double> read_png(const std::string& path, const std::string& where, int& nrow, int& ncol) {
+#ifdef MOREAU_WITH_PNG
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&image, path.c_str()))
+      throw Error(where + ": heightfield file " + in_quotes(path) + ": " + image.message);
+    if (image.format & PNG_FORMAT_FLAG_LINEAR) {
+      png_image_free(&image);
+      throw Error(where + ": heightfield file " + in_quotes(path) + ": expected an 8-bit PNG, got a 16-bit one");
+    }
+    image.format = PNG_FORMAT_RGB;  // a grey image's grey in all three
+    std::vector<unsigned char> rgb(PNG_IMAGE_SIZE(image));
+    if (!png_image_finish_read(&image, nullptr, rgb.data(), 0, nullptr))
+      throw Error(where + ": heightfield file " + in_quotes(path) + ": " + image.message);
+    nrow = static_cast<int>(image.height);
+    ncol = static_cast<int>(image.width);
+    std::vector<double> out(static_cast<size_t>(nrow) * ncol);
+    for (size_t k = 0; k < out.size(); ++k) out[k] = rgb[3 * k];
+    return out;
+#else
+    (void)nrow;
+    (void)ncol;
+    throw Error(where + ": heightfield file " + in_quotes(path) + ": this build of moreau reads no PNG (built "
+                "without libpng; Debian: libpng-dev)");
+#endif
   }
 
   void parse_worldbody(const XMLElement* e) {
@@ -1050,6 +1093,7 @@ class MjcfParser {
   std::array<int, 2> inertiagroup_{0, 5};
   bool contact_enabled_ = true;
   std::map<std::string, const XMLElement*> hfields_;  // <asset><hfield> by name
+  std::string meshdir_;                               // <compiler meshdir> (or assetdir)
   int ground_contype_ = 1, ground_conaffinity_ = 1;
   bool gravity_enabled_ = true;
 

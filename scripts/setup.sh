@@ -3,7 +3,7 @@
 # The CUDA backend is built when nvcc (CUDA Toolkit) is on PATH or in /usr/local/cuda/bin.
 set -euo pipefail
 packages=(cmake ninja-build g++ libeigen3-dev nlohmann-json3-dev libgtest-dev googletest
-          libbenchmark-dev libmujoco-dev libqhull-dev libtinyxml2-dev clang libclang-rt-14-dev)
+          libbenchmark-dev libmujoco-dev libqhull-dev libtinyxml2-dev libpng-dev clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -367,3 +367,49 @@ def test_body_contacts_keep_the_robot_files_collision_shapes_and_end_episodes():
     q[:, 2] = e.origin[:, 2] + 0.05  # the trunk on the platform (the base above the height limit)
     failed, _ = e.check_termination(q, e.v)
     assert failed.all()
+
+
+def test_png_heightfield_is_mujocos_surface(tmp_path):
+    """An MJCF <hfield file="...png"> found in the compiler's meshdir: an 8-bit grey image and a
+    colour one (MuJoCo reads the red channel) load as the surface MuJoCo's ray casts see on the
+    same file; a 16-bit image and a missing file are errors naming the element."""
+    import mujoco
+    from PIL import Image
+    rng = np.random.default_rng(7)
+    (tmp_path / "terrain").mkdir()
+    grey = rng.integers(0, 256, size=(17, 23), dtype=np.uint8)
+    Image.fromarray(grey, mode="L").save(tmp_path / "terrain" / "grey.png")
+    colour = rng.integers(0, 256, size=(17, 23, 3), dtype=np.uint8)
+    Image.fromarray(colour, mode="RGB").save(tmp_path / "terrain" / "colour.png")
+    Image.fromarray(grey.astype(np.uint16) * 200).save(tmp_path / "terrain" / "deep.png")
+    for name, values in (("grey.png", grey), ("colour.png", colour[..., 0])):
+        text = (f'<mujoco><compiler meshdir="terrain"/><asset><hfield name="t" file="{name}" size="2.2 1.6 0.4 0.1"/>'
+                '</asset><worldbody><geom type="hfield" hfield="t" pos="0.3 0.1 0.02"/><body pos="5 5 2"><freejoint/>'
+                '<geom type="sphere" size="0.05"/></body></worldbody></mujoco>')
+        path = tmp_path / "scene.xml"
+        path.write_text(text)
+        m = _load_file(str(path))
+        assert (m.hfield_nx, m.hfield_ny) == (23, 17)
+        h = np.array(m.hfield_height).reshape(17, 23)
+        v = values.astype(float)
+        expected = 0.02 + 0.4 * (v - v.min()) / (v.max() - v.min())
+        np.testing.assert_allclose(h, expected[::-1], atol=1e-12)  # the image's top row at +y
+        mj = mujoco.MjModel.from_xml_path(str(path))
+        data = mujoco.MjData(mj)
+        mujoco.mj_forward(mj, data)
+        geom = np.zeros(1, np.int32)
+        for x, y in rng.uniform((-1.8, -1.4), (2.4, 1.6), size=(100, 2)):
+            ours = _surface(h, 0.3 - 2.2, 0.1 - 1.6, 0.2, x, y)
+            theirs = 10 - mujoco.mj_ray(mj, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
+            assert ours == pytest.approx(theirs, abs=1e-5), (name, x, y)
+    for name, message in (("deep.png", "expected an 8-bit PNG"), ("nope.png", "nope.png")):
+        path.write_text(text.replace("colour.png", name))
+        with pytest.raises(moreau.Error, match=message):
+            moreau.load_mjcf(str(path))
+
+
+def _load_file(path):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moreau.ModelWarning)
+        return moreau.load_mjcf(path)
