@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -714,8 +716,9 @@ class MjcfParser {
     }
   }
 
-  // MuJoCo's <hfield nrow ncol size="rx ry top base" elevation="..."> or <hfield file="F.png"
-  // size=...>: the elevations (a PNG's first channel: the grey, or the red of a colour image)
+  // MuJoCo's <hfield nrow ncol size="rx ry top base" elevation="..."> or <hfield file="F"
+  // size=...> (F a .png, else MuJoCo's binary format): the elevations (a PNG's first channel: the
+  // grey, or the red of a colour image)
   // normalised to [0, 1] (minus their minimum, over their range) times `top`, the rows listed (the
   // image's rows from its top) from +y to −y, the grid spanning ±rx, ±ry about the geom's position
   // (its height added). The geom may not be rotated.
@@ -736,7 +739,10 @@ class MjcfParser {
     if (file) {
       if (nrow || ncol) throw Error(where + ": 'nrow' and 'ncol' go with 'elevation', not with a 'file'");
       const std::string dir = meshdir_.empty() ? include_dir_ : meshdir_[0] == '/' ? meshdir_ : include_dir_ + "/" + meshdir_;
-      e = read_png(file[0] == '/' ? std::string(file) : dir + "/" + file, where, nrow, ncol);
+      const std::string path = file[0] == '/' ? std::string(file) : dir + "/" + file;
+      std::string ext = std::filesystem::path(path).extension().string();
+      for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      e = ext == ".png" ? read_png(path, where, nrow, ncol) : read_binary_hfield(path, where, nrow, ncol);
     }
     if (nrow < 2 || ncol < 2)
       throw Error(where + ": expected nrow and ncol >= 2, got " + std::to_string(nrow) + " and " + std::to_string(ncol));
@@ -759,6 +765,31 @@ class MjcfParser {
         const double v = e[static_cast<size_t>(nrow - 1 - j) * ncol + i];
         hf.height[static_cast<size_t>(j) * ncol + i] = g.pos.z() + size[2] * (*hi > *lo ? (v - *lo) / (*hi - *lo) : 0.0);
       }
+  }
+
+  // MuJoCo's binary heightfield file: int32 nrow, int32 ncol, then nrow x ncol float32 values,
+  // its first row at −y; returned with the rows listed from +y (as elevation's and a PNG's).
+  std::vector<double> read_binary_hfield(const std::string& path, const std::string& where, int& nrow, int& ncol) {
+    const std::string what = where + ": heightfield file " + in_quotes(path);
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error(what + ": cannot be opened");
+    std::int32_t dims[2] = {0, 0};
+    if (!f.read(reinterpret_cast<char*>(dims), sizeof dims) || dims[0] < 2 || dims[1] < 2 || dims[0] > (1 << 15) ||
+        dims[1] > (1 << 15))
+      throw Error(what + ": expected MuJoCo's binary format (int32 nrow, int32 ncol >= 2, then the values) or a .png");
+    nrow = dims[0];
+    ncol = dims[1];
+    const size_t n = static_cast<size_t>(nrow) * ncol;
+    std::vector<float> values(n);
+    if (!f.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(n * sizeof(float))) ||
+        f.peek() != std::char_traits<char>::eof())
+      throw Error(what + ": expected 8 + 4 x " + std::to_string(nrow) + " x " + std::to_string(ncol) + " bytes");
+    std::vector<double> out(n);
+    for (int r = 0; r < nrow; ++r)
+      for (int c = 0; c < ncol; ++c) out[static_cast<size_t>(r) * ncol + c] = values[static_cast<size_t>(nrow - 1 - r) * ncol + c];
+    for (double v : out)
+      if (!std::isfinite(v)) throw Error(what + ": expected finite values");
+    return out;
   }
 
   // A PNG heightfield file's first channel per pixel (an 8-bit image's grey, or its red), rows from

@@ -369,10 +369,11 @@ def test_body_contacts_keep_the_robot_files_collision_shapes_and_end_episodes():
     assert failed.all()
 
 
-def test_png_heightfield_is_mujocos_surface(tmp_path):
-    """An MJCF <hfield file="...png"> found in the compiler's meshdir: an 8-bit grey image and a
-    colour one (MuJoCo reads the red channel) load as the surface MuJoCo's ray casts see on the
-    same file; a 16-bit image and a missing file are errors naming the element."""
+def test_png_and_binary_heightfields_are_mujocos_surface(tmp_path):
+    """An MJCF <hfield file="..."> found in the compiler's meshdir: an 8-bit grey PNG, a colour one
+    (MuJoCo reads the red channel) and MuJoCo's binary format (int32 nrow, ncol, float32 values,
+    the first row at −y) load as the surface MuJoCo's ray casts see on the same file; a 16-bit
+    PNG, a truncated binary file and a missing file are errors naming the element."""
     import mujoco
     from PIL import Image
     rng = np.random.default_rng(7)
@@ -382,7 +383,11 @@ def test_png_heightfield_is_mujocos_surface(tmp_path):
     colour = rng.integers(0, 256, size=(17, 23, 3), dtype=np.uint8)
     Image.fromarray(colour, mode="RGB").save(tmp_path / "terrain" / "colour.png")
     Image.fromarray(grey.astype(np.uint16) * 200).save(tmp_path / "terrain" / "deep.png")
-    for name, values in (("grey.png", grey), ("colour.png", colour[..., 0])):
+    binary = rng.normal(size=(17, 23)).astype(np.float32)
+    header = np.array([17, 23], dtype=np.int32).tobytes()
+    (tmp_path / "terrain" / "field.bin").write_bytes(header + binary.tobytes())
+    (tmp_path / "terrain" / "short.bin").write_bytes(header + binary.tobytes()[:-4])
+    for name, values in (("grey.png", grey), ("colour.png", colour[..., 0]), ("field.bin", binary[::-1])):
         text = (f'<mujoco><compiler meshdir="terrain"/><asset><hfield name="t" file="{name}" size="2.2 1.6 0.4 0.1"/>'
                 '</asset><worldbody><geom type="hfield" hfield="t" pos="0.3 0.1 0.02"/><body pos="5 5 2"><freejoint/>'
                 '<geom type="sphere" size="0.05"/></body></worldbody></mujoco>')
@@ -393,7 +398,7 @@ def test_png_heightfield_is_mujocos_surface(tmp_path):
         h = np.array(m.hfield_height).reshape(17, 23)
         v = values.astype(float)
         expected = 0.02 + 0.4 * (v - v.min()) / (v.max() - v.min())
-        np.testing.assert_allclose(h, expected[::-1], atol=1e-12)  # the image's top row at +y
+        np.testing.assert_allclose(h, expected[::-1], atol=1e-6)  # the image's top row at +y
         mj = mujoco.MjModel.from_xml_path(str(path))
         data = mujoco.MjData(mj)
         mujoco.mj_forward(mj, data)
@@ -402,8 +407,9 @@ def test_png_heightfield_is_mujocos_surface(tmp_path):
             ours = _surface(h, 0.3 - 2.2, 0.1 - 1.6, 0.2, x, y)
             theirs = 10 - mujoco.mj_ray(mj, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
             assert ours == pytest.approx(theirs, abs=1e-5), (name, x, y)
-    for name, message in (("deep.png", "expected an 8-bit PNG"), ("nope.png", "nope.png")):
-        path.write_text(text.replace("colour.png", name))
+    for name, message in (("deep.png", "expected an 8-bit PNG"), ("nope.png", "nope.png"),
+                          ("short.bin", "expected 8 \\+ 4 x 17 x 23 bytes")):
+        path.write_text(text.replace("field.bin", name))
         with pytest.raises(moreau.Error, match=message):
             moreau.load_mjcf(str(path))
 
