@@ -544,6 +544,8 @@ def _param_range(name: str, model: Model):
         return lambda x: x >= 0
     if name in ("contact_kn", "smooth_k"):
         return lambda x: x > 0
+    if name in ("terrain_x", "terrain_y"):  # any finite origin
+        return torch.isfinite
     if name == "contact_kd":
         return lambda x: (x >= 0) | (x == -1)  # -1: from contact_zeta
     if name == "added_base_mass":

@@ -180,12 +180,15 @@ def test_ball_rolls_on_the_heightfield_as_in_mujoco_and_as_the_analytic_answer()
 
 
 def test_mjcf_heightfield_errors_and_warnings():
-    """A heightfield from a file, a rotated one and a missing asset are errors naming the element;
-    a plane beside the heightfield is a warning (the heightfield is the ground)."""
+    """A missing asset, a file with elevation data or with nrow/ncol, a rotated heightfield and
+    elevation data of the wrong count are errors naming the element; a plane beside the
+    heightfield is a warning (the heightfield is the ground)."""
     flat = np.zeros((3, 3))
     with pytest.raises(moreau.Error, match="no <hfield> asset named 'nope'"):
         moreau.load_mjcf("h.xml", text=_hfield_mjcf(flat, (1, 1, 0.1)).replace('hfield="t"', 'hfield="nope"'))
-    with pytest.raises(moreau.Error, match="only inline 'elevation' data"):
+    with pytest.raises(moreau.Error, match="both 'file' and 'elevation' given"):
+        moreau.load_mjcf("h.xml", text=_hfield_mjcf(flat, (1, 1, 0.1)).replace('nrow="3"', 'file="t.png" nrow="3"'))
+    with pytest.raises(moreau.Error, match="'nrow' and 'ncol' go with 'elevation'"):
         moreau.load_mjcf("h.xml", text=re.sub('elevation="[^"]*"', 'file="t.png"', _hfield_mjcf(flat, (1, 1, 0.1))))
     with pytest.raises(moreau.Error, match="a rotated heightfield"):
         moreau.load_mjcf("h.xml", text=_hfield_mjcf(flat, (1, 1, 0.1), extra='euler="0 0 30"'))
