@@ -5,10 +5,10 @@
 # given (default 0) on one core each (2,500 iterations, or up to --until's); then moreau's
 # evaluation protocol under hard contact (128 environments x 20 s) and the policy and compressed
 # log in results/go1/<variant>sK/ (the final policy, or policy_<it>.pt when stopped at --until).
-# Variants (--variant): "" (the robot configuration as it is) and "scale05_" (action_scale 0.5,
-# ANYmal C's, instead of the configuration's 0.25).
+# Variants (--variant): "" (the robot configuration as it is) and "scale025_" (action_scale 0.25,
+# legged_gym's Go1/A1 value, instead of the configuration's 0.5: the comparison in the README).
 # Training resumes from the newest checkpoint in runs/go1_<variant>sK (--resume auto).
-# Usage: bash scripts/go1.sh [--variant scale05_] [--until IT] [SEED ...]
+# Usage: bash scripts/go1.sh [--variant scale025_] [--until IT] [SEED ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 variant="" until=""
@@ -21,8 +21,8 @@ while [ $# -gt 0 ]; do
 done
 case "$variant" in
   "") config='{"robot": "go1"}' ;;
-  scale05_) config='{"robot": "go1", "action_scale": 0.5}' ;;
-  *) echo "scripts/go1.sh: --variant: expected '' or scale05_, got '$variant'" >&2; exit 2 ;;
+  scale025_) config='{"robot": "go1", "action_scale": 0.25}' ;;
+  *) echo "scripts/go1.sh: --variant: expected '' or scale025_, got '$variant'" >&2; exit 2 ;;
 esac
 seeds=("${@:-0}")
 out=results/go1

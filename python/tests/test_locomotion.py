@@ -399,7 +399,7 @@ def test_go1_configuration_stands_under_its_pd_gains():
         e = Locomotion(robot="go1", num_envs=8, contact="hard", push_robots=False, n_threads=1,
                        randomize_base_mass=False, reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0))
     assert sorted(e.sim.model.con_name) == ["FL", "FR", "RL", "RR"] and e.dt == pytest.approx(0.02)
-    assert e.cfg.kp == 20.0 and e.cfg.action_scale == 0.25 and e.torque_limit.tolist() == pytest.approx([23.7, 23.7, 35.55] * 4)
+    assert e.cfg.kp == 20.0 and e.cfg.action_scale == 0.5 and e.torque_limit.tolist() == pytest.approx([23.7, 23.7, 35.55] * 4)
     # the file's joint damping (its servos' derivative part) is in the model but not simulated
     assert max(e.sim.model.dof_damping) == 2.0 and e.cfg.damping_scale == 0.0
     e.reset()

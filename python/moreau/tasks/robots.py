@@ -64,7 +64,10 @@ ROBOTS: Dict[str, RobotConfig] = {
     "anymal_c": RobotConfig(file="anymal_c.json", feet=("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
                             knee_sphere=("_THIGH", (0.0303, 0.0, -0.285), 0.05)),
     # Unitree Go1 (MuJoCo Menagerie's go1.xml, assets/robots/unitree_go1): legged_gym's settings of
-    # its Go1/A1-class robots (kp 20, kd 0.5, action scale 0.25, the A1 default pose), the file's
+    # its Go1/A1-class robots (kp 20, kd 0.5, the A1 default pose) but its action scale: moreau's
+    # policies output actions in ±1 (tanh, clip_actions 1), so action_scale is the joint targets'
+    # range, ±0.5 rad as ANYmal C's (legged_gym's 0.25 goes with actions clipped at ±100; at ±0.25
+    # rad half of a Go1 policy's actions sat at the bound and no trot was found); the file's
     # torque limits (23.7 N m hips and thighs, 35.55 N m knees); the knees are the thighs' lower
     # capsule ends; 50 Hz control of 4 physics steps of 5 ms (the file's own step is 2 ms). The file's
     # joint damping (2 N m s/rad, 1 at the abduction joints) is the derivative part of its kp-100
@@ -78,7 +81,7 @@ ROBOTS: Dict[str, RobotConfig] = {
         default_joint_pos={"FL_hip_joint": 0.1, "RL_hip_joint": 0.1, "FR_hip_joint": -0.1, "RR_hip_joint": -0.1,
                            "FL_thigh_joint": 0.8, "FR_thigh_joint": 0.8, "RL_thigh_joint": 1.0, "RR_thigh_joint": 1.0,
                            "FL_calf_joint": -1.5, "FR_calf_joint": -1.5, "RL_calf_joint": -1.5, "RR_calf_joint": -1.5},
-        timestep=0.005, decimation=4, kp=20.0, kd=0.5, torque_limit=(23.7, 23.7, 35.55) * 4, action_scale=0.25, damping_scale=0.0,
+        timestep=0.005, decimation=4, kp=20.0, kd=0.5, torque_limit=(23.7, 23.7, 35.55) * 4, action_scale=0.5, damping_scale=0.0,
         init_base_height=0.32, base_height_target=0.30, base_height_limit=0.15, foot_height_apex=0.05, feet_separation_min=0.10,
         gait_frequency_scale=1.38),
 }
