@@ -455,7 +455,8 @@ def test_new_robot_command_guesses_a_configuration_the_task_loads(tmp_path, caps
     assert new_robot.main([moreau.asset("unitree_go1/go1.xml"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "feet (left-front, right-front, left-hind, right-hind): FL, FR, RL, RR" in printed
-    assert "not guessed: torque limits" in printed
+    assert "not guessed: torque limits" in printed and "not guessed: action scale" in printed
+    assert "joint damping: the file's (up to 2 N m s/rad) is simulated" in printed
     import json
     cfg = json.loads(out.read_text())
     assert cfg["default_joint_pos"]["FR_thigh_joint"] == 0.9 and cfg["default_joint_pos"]["FR_calf_joint"] == -1.8

@@ -10,7 +10,8 @@ what it guessed and what it could not, and writes the configuration for the user
 - default pose: an MJCF file's first keyframe, else the model's ``qpos0``; a joint outside its
   range is moved to the range's middle;
 - gains: the file's position actuators' kp and kd where it has them; the torque limits are not
-  read (set ``torque_limit``);
+  read (set ``torque_limit``), nor the action scale (``action_scale``: the joint targets' range);
+  the file's joint damping is kept and pointed out (``damping_scale`` 0 leaves it out);
 - control: 50 Hz, with the file's physics step where it divides 0.02 s;
 - heights: the base at rest with the feet on the ground in the default pose (``init_base_height``
   2 cm above it, the base_height term's target at it, the failure limit at half of it); the swing
@@ -115,7 +116,14 @@ def guess_config(path: str) -> Tuple[Dict, List[str], List[str]]:
     else:
         missing.append(f"gains: the file has no position actuators with gains (kp, kd: the defaults "
                        f"{RobotConfig.kp:g}, {RobotConfig.kd:g})")
+    damped = max(model.dof_damping[6:], default=0.0)
+    if damped > 0:
+        guessed.append(f"joint damping: the file's (up to {damped:g} N m s/rad) is simulated (damping_scale 1); where it "
+                       f"stands for the file's servos' derivative gain and you give the task's own kd, set "
+                       f"damping_scale 0 (the Go1's configuration does)")
     missing.append(f"torque limits: not read from the file (torque_limit: the default {RobotConfig.torque_limit:g} N m)")
+    missing.append(f"action scale: not guessed (action_scale: the default {RobotConfig.action_scale:g} rad: actions lie "
+                   f"in ±1, so it is the joint targets' range about the default pose)")
     if feet:
         stand = -min(float(bottom[k]) for k in feet)
         cfg.update(init_base_height=round(stand + 0.02, 3), base_height_target=round(stand, 3),
