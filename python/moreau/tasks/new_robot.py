@@ -122,7 +122,7 @@ def guess_config(path: str) -> Tuple[Dict, List[str], List[str]]:
                        f"stands for the file's servos' derivative gain and you give the task's own kd, set "
                        f"damping_scale 0 (the Go1's configuration does)")
     missing.append(f"torque limits: not read from the file (torque_limit: the default {RobotConfig.torque_limit:g} N m)")
-    missing.append(f"action scale: not guessed (action_scale: the default {RobotConfig.action_scale:g} rad: actions lie "
+    missing.append(f"action scale: not in the file (action_scale: the default {RobotConfig.action_scale:g} rad: actions lie "
                    f"in ±1, so it is the joint targets' range about the default pose)")
     if feet:
         stand = -min(float(bottom[k]) for k in feet)
