@@ -270,7 +270,8 @@ def test_curriculum_moves_levels_as_legged_gym():
     assert new[[0, 1, 2, 4, 5]].tolist() == [1, 0, 1, 2, 0]
     assert 0 <= int(new[3]) < 3  # past the last level: a random one
     lv, cols = t.initial_levels(10, g)
-    assert lv.max() <= 5 and cols.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert lv.max() <= 2 and cols.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]  # 3 levels, max_init_level 5
+    assert int(t.initial_levels(200, g)[0].max()) == 2
     torch.testing.assert_close(t.origins(torch.tensor([2]), torch.tensor([3])), torch.from_numpy(t.tile_origin[2, 3][None]))
 
 

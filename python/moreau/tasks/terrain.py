@@ -151,9 +151,11 @@ class Terrain:
         return z, n / n.norm(dim=-1, keepdim=True)
 
     def initial_levels(self, num_envs: int, generator: torch.Generator):
-        """Levels (0 .. max_init_level) and columns (spread evenly) of num_envs environments."""
+        """Levels (0 .. max_init_level, at most the last) and columns (spread evenly) of num_envs
+        environments."""
         dev = generator.device
-        levels = torch.randint(0, self.cfg.max_init_level + 1, (num_envs,), generator=generator, device=dev)
+        top = min(self.cfg.max_init_level, self.cfg.num_levels - 1)
+        levels = torch.randint(0, top + 1, (num_envs,), generator=generator, device=dev)
         cols = torch.arange(num_envs, device=dev) * self.cfg.num_types // max(num_envs, 1)
         return levels, cols
 
