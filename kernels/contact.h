@@ -39,7 +39,7 @@ struct Ground {
     // the triangle (00, 10, 11) below the diagonal (fu ≥ fw), else (00, 01, 11)
     const bool lower = fu >= fw;
     const S hu = lower ? z10 - z00 : z11 - z01, hw = lower ? z11 - z10 : z01 - z00;
-    height = z00 + (lower ? fu * hu + fw * hw : fw * hw + fu * hu);
+    height = z00 + (fu * hu + fw * hw);
     const S hx = u == uc ? hu / dx : S(0), hy = w == wc ? hw / dy : S(0);
     const S inv = S(1) / msqrt(S(1) + hx * hx + hy * hy);
     normal = {-hx * inv, -hy * inv, inv};
@@ -198,8 +198,8 @@ MOREAU_HD void point_jacobian(const ContactScratch<S, D>& cs, int i, const Vec3<
 // set with Jacobians. A point enters when its gap ≤ `threshold`. With spin friction μ_spin > 0,
 // a spin row per active contact after them (one-row blocks from cs.nj, which the caller set):
 // J_t = n · ω_d over the contact's chain.
-template <class S, class D, class Ground>
-MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground& ground,
+template <class S, class D>
+MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground<S>& ground,
                                   S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0)) {
   Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
@@ -1062,9 +1062,9 @@ MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs
 // the step (the soft model's explicit velocity); gaps of all points go to `gaps` (may be null).
 // With `from_active`, the active set comes from the one in cs, a solve at the same q_M and
 // v_free whose threshold was at least this mode's (restrict_active), instead of from scratch.
-template <class S, class D, class Ground>
+template <class S, class D>
 MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                                         int env, int mode, const S* qM, const S* v_k, S h, const Ground& ground,
+                                         int env, int mode, const S* qM, const S* v_k, S h, const Ground<S>& ground,
                                          Workspace<S, D>& ws, ContactScratch<S, D>& cs, const S* v_free, S* gaps,
                                          bool from_active = false) {
   ContactResult<S> result{0, 0, S(0)};
@@ -1110,9 +1110,9 @@ MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>&
 
 // The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ (w ∘ P). Writes
 // per-point contact information when `gaps` / `impulses` / `active` are not null.
-template <class S, class D, class Ground>
+template <class S, class D>
 MOREAU_HD ContactResult<S> contact_stage(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
-                                         int env, const S* qM, const S* v_k, S h, const Ground& ground,
+                                         int env, const S* qM, const S* v_k, S h, const Ground<S>& ground,
                                          Workspace<S, D>& ws, ContactScratch<S, D>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
   const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
