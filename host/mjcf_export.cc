@@ -1,5 +1,6 @@
 // export_mjcf: a minimal MJCF with the same rigid-body dynamics as a compiled Model, for
-// comparing against MuJoCo and for viewing. Contact points become non-colliding spheres.
+// comparing against MuJoCo and for viewing. Contact points become non-colliding spheres; a
+// heightfield ground becomes an <hfield> (the plane is not written).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -124,7 +125,10 @@ class Writer {
             " boundmass=\"0\" boundinertia=\"0\" balanceinertia=\"false\"/>\n";
     out_ += "  <option timestep=\"" + num(m_.timestep) + "\" gravity=\"" + nums(m_.gravity, 3) +
             "\" integrator=\"Euler\"/>\n";
+    heightfield_asset();
     out_ += "  <worldbody>\n";
+    if (m_.hfield_nx > 0)
+      out_ += "    <geom name=\"terrain\" type=\"hfield\" hfield=\"terrain\" pos=\"" + nums(hfield_pos_, 3) + "\"/>\n";
     for (int b : children_[0]) body(b, 2);
     out_ += "  </worldbody>\n";
     actuators();
@@ -149,6 +153,29 @@ class Writer {
                     std::to_string(i) + " '" + m_.body_name[i] + "'), MuJoCo would reorder dofs");
       }
     }
+  }
+
+  // A heightfield ground as MuJoCo's <hfield>: MuJoCo normalises the elevations to [0, 1] and
+  // scales them by size's elevation_z, its first row at +y, the grid spanning ±radius about the
+  // geom's position; so elevation = the heights (rows from +y), elevation_z = max − min, and the
+  // geom at the grid's centre, at height min. The plane z = 0 is not written (no ground).
+  void heightfield_asset() {
+    if (m_.hfield_nx == 0) return;
+    const int nx = m_.hfield_nx, ny = m_.hfield_ny;
+    const auto [lo, hi] = std::minmax_element(m_.hfield_height.begin(), m_.hfield_height.end());
+    const double rx = 0.5 * (nx - 1) * m_.hfield_spacing[0], ry = 0.5 * (ny - 1) * m_.hfield_spacing[1];
+    const double top = *hi - *lo;
+    hfield_pos_[0] = m_.hfield_origin[0] + rx;
+    hfield_pos_[1] = m_.hfield_origin[1] + ry;
+    hfield_pos_[2] = *lo;
+    // MuJoCo needs elevation_z > 0 and base_z > 0 (the thickness below the lowest sample)
+    const double size[4] = {rx, ry, top > 0 ? top : 1.0, std::max(top, 0.1)};
+    std::string elevation;
+    for (int j = ny - 1; j >= 0; --j)
+      for (int i = 0; i < nx; ++i)
+        elevation += (elevation.empty() ? "" : " ") + num(m_.hfield_height[static_cast<size_t>(j) * nx + i] - *lo);
+    out_ += "  <asset>\n    <hfield name=\"terrain\" nrow=\"" + std::to_string(ny) + "\" ncol=\"" + std::to_string(nx) +
+            "\" size=\"" + nums(size, 4) + "\" elevation=\"" + elevation + "\"/>\n  </asset>\n";
   }
 
   void body(int b, int depth) {
@@ -261,6 +288,7 @@ class Writer {
   const Model& m_;
   std::vector<std::vector<int>> children_;  // (nbody + 1): [0] roots, [b + 1] children of b
   std::string out_;
+  double hfield_pos_[3] = {0, 0, 0};  // the heightfield geom's position (heightfield_asset)
 };
 
 }  // namespace

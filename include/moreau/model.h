@@ -131,7 +131,8 @@ Model load_model(const std::string& path);  // by extension: .json (.urdf, .xml 
 Model load_model_from_string(const std::string& json_text, const std::string& source = "<string>");
 
 // Writes a minimal MJCF (no meshes, no contact geometry beyond the points) that MuJoCo
-// loads with the same bodies, joints, inertias, damping, armature and gravity.
+// loads with the same bodies, joints, inertias, damping, armature and gravity; a heightfield
+// ground as an <hfield> named "terrain" (MuJoCo's surface equals moreau's), the plane not at all.
 std::string export_mjcf(const Model& model);
 
 }  // namespace moreau

@@ -10,6 +10,7 @@ import torch
 
 import moreau
 import moreau.torch as mt
+from moreau.tasks.terrain import heightfield_surface
 
 
 def slope(theta, nx=21, ny=9, d=0.25, x0=-2.5, y0=-1.0):
@@ -117,24 +118,13 @@ def test_mjcf_heightfield_is_mujocos_surface():
     mj = mujoco.MjModel.from_xml_string(text)
     data = mujoco.MjData(mj)
     mujoco.mj_forward(mj, data)
-    h = np.array(m.hfield_height).reshape(21, 31)
+    h = torch.tensor(m.hfield_height, dtype=torch.float64).reshape(21, 31)
     rng = np.random.default_rng(3)
     geom = np.zeros(1, np.int32)
     for x, y in rng.uniform((-2.7, -2.0), (3.1, 1.8), size=(200, 2)):
-        ours = _surface(h, -2.8, -2.1, 0.2, x, y)
+        ours = float(heightfield_surface(h, (-2.8, -2.1), (0.2, 0.2), torch.tensor(x), torch.tensor(y)))
         theirs = 10 - mujoco.mj_ray(mj, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
         assert ours == pytest.approx(theirs, abs=1e-5), (x, y)
-
-
-def _surface(h, x0, y0, d, x, y):
-    """The piecewise-planar surface of docs/terrain.md (inside the grid)."""
-    u, w = (x - x0) / d, (y - y0) / d
-    i, j = int(u), int(w)
-    fu, fw = u - i, w - j
-    z00, z10, z01, z11 = h[j, i], h[j, i + 1], h[j + 1, i], h[j + 1, i + 1]
-    if fu >= fw:
-        return z00 + fu * (z10 - z00) + fw * (z11 - z10)
-    return z00 + fw * (z01 - z00) + fu * (z11 - z01)
 
 
 def test_ball_rolls_on_the_heightfield_as_in_mujoco_and_as_the_analytic_answer():
@@ -258,6 +248,43 @@ def test_height_lookup_is_the_simulators_ground():
     h, n = t.height(xy[:, 0], xy[:, 1], normal=True)
     torch.testing.assert_close(sim.contact_gap[:, 0], (2.0 - h) * n[:, 2] - 0.05, rtol=0, atol=1e-12)
     assert float(n[:, 2].min()) < 0.95  # some balls over slopes or step edges
+
+
+def test_exported_terrain_is_mujocos_and_reads_back():
+    """export_mjcf writes a heightfield ground as an <hfield>: MuJoCo 4.0.1's ray casts on the export
+    of a generated terrain equal moreau's surface (1e-5 m: MuJoCo stores float32), moreau's importer
+    reads it back (1e-12), and a flat heightfield exports to a flat MuJoCo ground at its height (rays
+    skip the cube, body 1)."""
+    import mujoco
+    t = _small_terrain(seed=2)
+    cube = moreau.load_model(moreau.asset("cube.json"))
+    text = moreau.export_mjcf(t.model(cube))
+    assert text.count("<hfield") == 1 and 'type="hfield"' in text
+    back = _load(text)
+    assert (back.hfield_nx, back.hfield_ny) == (t.shape[1], t.shape[0])
+    assert back.hfield_spacing == pytest.approx([t.spacing] * 2, abs=1e-12)
+    assert back.hfield_origin == pytest.approx(list(t.origin), abs=1e-12)
+    np.testing.assert_allclose(np.array(back.hfield_height).reshape(t.shape), t.heights, rtol=0, atol=1e-12)
+    mj = mujoco.MjModel.from_xml_string(text)
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    geom = np.zeros(1, np.int32)
+    terrain = mujoco.mj_name2id(mj, mujoco.mjtObj.mjOBJ_GEOM, "terrain")
+    rng = np.random.default_rng(5)
+    lo, span = np.array(t.origin), np.array([t.shape[1] - 1, t.shape[0] - 1]) * t.spacing
+    xy = rng.uniform(lo + 0.3, lo + span - 0.3, size=(300, 2))
+    ours = t.height(torch.from_numpy(xy[:, 0]), torch.from_numpy(xy[:, 1])).numpy()
+    for (x, y), h in zip(xy, ours):
+        theirs = 10 - mujoco.mj_ray(mj, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1, 1, geom)
+        assert geom[0] == terrain and h == pytest.approx(theirs, abs=1e-5), (x, y)
+    flat = moreau.with_heightfield(cube, np.full((3, 4), 0.25), spacing=0.5, origin=(-1.0, -0.5))
+    mj = mujoco.MjModel.from_xml_string(moreau.export_mjcf(flat))
+    data = mujoco.MjData(mj)
+    mujoco.mj_forward(mj, data)
+    for x, y in ((0.0, 0.0), (0.3, 0.2), (-0.8, -0.4)):
+        theirs = 10 - mujoco.mj_ray(mj, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1, 1, geom)
+        assert theirs == pytest.approx(0.25, abs=1e-6)
+    assert "<hfield" not in moreau.export_mjcf(cube)  # the plane z = 0 is not written
 
 
 def test_curriculum_moves_levels_as_legged_gym():
@@ -408,7 +435,8 @@ def test_png_and_binary_heightfields_are_mujocos_surface(tmp_path):
         mujoco.mj_forward(mj, data)
         geom = np.zeros(1, np.int32)
         for x, y in rng.uniform((-1.8, -1.4), (2.4, 1.6), size=(100, 2)):
-            ours = _surface(h, 0.3 - 2.2, 0.1 - 1.6, 0.2, x, y)
+            ours = float(heightfield_surface(torch.from_numpy(h), (0.3 - 2.2, 0.1 - 1.6), (0.2, 0.2), torch.tensor(x),
+                                             torch.tensor(y)))
             theirs = 10 - mujoco.mj_ray(mj, data, np.array([x, y, 10.0]), np.array([0.0, 0.0, -1.0]), None, 1, -1, geom)
             assert ours == pytest.approx(theirs, abs=1e-5), (name, x, y)
     for name, message in (("deep.png", "expected an 8-bit PNG"), ("nope.png", "nope.png"),

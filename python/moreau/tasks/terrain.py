@@ -25,9 +25,35 @@ import torch
 
 import moreau
 
-__all__ = ["TerrainConfig", "Terrain", "TERRAIN_TYPES"]
+__all__ = ["TerrainConfig", "Terrain", "TERRAIN_TYPES", "heightfield_surface"]
 
 TERRAIN_TYPES = ("smooth_slope", "rough_slope", "stairs_up", "stairs_down", "obstacles")
+
+
+def heightfield_surface(h: torch.Tensor, origin, spacing, x: torch.Tensor, y: torch.Tensor, normal: bool = False):
+    """The simulator's ground on a heightfield (docs/terrain.md) in torch: heights [m] at (x, y)
+    (any shape) of the grid ``h`` (ny, nx), sample (i, j) at origin + (i dx, j dy), ``spacing``
+    (dx, dy). Cell (i, j) is split along its (i, j)–(i+1, j+1) diagonal into two planar triangles;
+    beyond the grid the edges continue outward. With ``normal`` also the unit normals (..., 3)."""
+    ny, nx = h.shape
+    u = (x - origin[0]) / spacing[0]
+    w = (y - origin[1]) / spacing[1]
+    uc, wc = u.clamp(0, nx - 1), w.clamp(0, ny - 1)
+    i = uc.floor().long().clamp(max=nx - 2)
+    j = wc.floor().long().clamp(max=ny - 2)
+    fu, fw = uc - i, wc - j
+    z00, z10, z01, z11 = h[j, i], h[j, i + 1], h[j + 1, i], h[j + 1, i + 1]
+    lower = fu >= fw  # the triangle (00, 10, 11), else (00, 01, 11)
+    hu = torch.where(lower, z10 - z00, z11 - z01)
+    hw = torch.where(lower, z11 - z10, z01 - z00)
+    z = z00 + fu * hu + fw * hw
+    if not normal:
+        return z
+    # a clamped coordinate does not change the height: no slope along it
+    hx = torch.where(u == uc, hu / spacing[0], torch.zeros_like(hu))
+    hy = torch.where(w == wc, hw / spacing[1], torch.zeros_like(hw))
+    n = torch.stack([-hx, -hy, torch.ones_like(hx)], -1)
+    return z, n / n.norm(dim=-1, keepdim=True)
 
 
 @dataclass(frozen=True)
@@ -131,24 +157,7 @@ class Terrain:
         piecewise-planar surface, the edges continued outward, as the simulator's ground); with
         ``normal`` also the unit normals (..., 3)."""
         h = self._h.to(device=x.device, dtype=x.dtype)
-        ny, nx = h.shape
-        u = (x - self.origin[0]) / self.spacing
-        w = (y - self.origin[1]) / self.spacing
-        uc, wc = u.clamp(0, nx - 1), w.clamp(0, ny - 1)
-        i = uc.floor().long().clamp(max=nx - 2)
-        j = wc.floor().long().clamp(max=ny - 2)
-        fu, fw = uc - i, wc - j
-        z00, z10, z01, z11 = h[j, i], h[j, i + 1], h[j + 1, i], h[j + 1, i + 1]
-        lower = fu >= fw
-        hu = torch.where(lower, z10 - z00, z11 - z01)
-        hw = torch.where(lower, z11 - z10, z01 - z00)
-        z = z00 + fu * hu + fw * hw
-        if not normal:
-            return z
-        hx = torch.where(u == uc, hu / self.spacing, torch.zeros_like(hu))
-        hy = torch.where(w == wc, hw / self.spacing, torch.zeros_like(hw))
-        n = torch.stack([-hx, -hy, torch.ones_like(hx)], -1)
-        return z, n / n.norm(dim=-1, keepdim=True)
+        return heightfield_surface(h, self.origin, (self.spacing, self.spacing), x, y, normal)
 
     def initial_levels(self, num_envs: int, generator: torch.Generator):
         """Levels (0 .. max_init_level, at most the last) and columns (spread evenly) of num_envs
