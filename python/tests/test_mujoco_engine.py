@@ -116,6 +116,16 @@ def test_go1_runs_in_mujoco_with_its_per_actuator_torque_limits():
     assert 0.25 < min(heights[25:]) and max(heights[25:]) < 0.33, (min(heights[25:]), max(heights[25:]))
 
 
+def test_terrain_tasks_are_refused():
+    """The evaluator runs flat ground only: a task on generated terrain is an error that says so,
+    not an evaluation on the plane."""
+    from moreau.tasks.locomotion import Locomotion
+    terrain = dict(num_levels=2, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0)
+    env = Locomotion(num_envs=2, n_threads=1, terrain=terrain, measure_heights=True)
+    with pytest.raises(ValueError, match="generated terrain"):
+        mj.MujocoLocomotion(env, 1, verbose=False)
+
+
 def test_standing_matches_moreau(policy):
     env = task(policy, 1)
     menv = mj.MujocoLocomotion(env, 1, verbose=False)

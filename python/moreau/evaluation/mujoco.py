@@ -145,6 +145,10 @@ class MujocoLocomotion:
     def __init__(self, env, num_envs: int, mjcf: Optional[str] = None, seed: int = 1, verbose: bool = True):
         self.env = env
         self.cfg = c = env.cfg
+        if c.terrain is not None:
+            raise ValueError("moreau.evaluation.mujoco: the task runs on generated terrain (its 'terrain' option); "
+                             "the MuJoCo evaluator runs on flat ground only (export_mjcf writes the heightfield, "
+                             "but the environments' tiles, curriculum and height samples are not carried over)")
         self.num_envs = n = int(num_envs)
         self.dt = env.dt
         self.rng = np.random.default_rng(seed)
