@@ -111,3 +111,6 @@ SHAC_PRESETS["walk_transfer"] = dict(SHAC_PRESETS["walk_fast"], task_preset="tro
 # "walk_transfer_spin": walk_fast on trot_transfer_spin (the same, the feet's torsional friction
 # randomised)
 SHAC_PRESETS["walk_transfer_spin"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_transfer_spin")
+# "walk_rough": walk_fast on trot_rough (legged_gym's generated terrain with its level curriculum,
+# 187 height samples in the observation, a knee on the ground a failure)
+SHAC_PRESETS["walk_rough"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_rough")
