@@ -3,14 +3,16 @@
 # Go1 (the locomotion task's "go1" robot configuration, docs/robots.md) from scratch with the
 # shipped ANYmal C recipe (preset walk_fast, the gait clock scaled to the robot), one run per seed
 # given (default 0) on one core each (2,500 iterations, or up to --until's); then moreau's
-# evaluation protocol under hard contact (128 environments x 20 s) and the policy and compressed
-# log in results/go1/<variant>sK/ (the final policy, or policy_<it>.pt when stopped at --until).
+# evaluation protocol under hard contact (128 environments x 20 s, a GIF of two of them; and under
+# smooth contact) and the policy and compressed log in results/go1/<variant>sK/ (the final policy,
+# or policy_<it>.pt when stopped at --until; scripts/run_results.sh).
 # Variants (--variant): "" (the robot configuration as it is) and "scale025_" (action_scale 0.25,
 # legged_gym's Go1/A1 value, instead of the configuration's 0.5: the comparison in the README).
 # Training resumes from the newest checkpoint in runs/go1_<variant>sK (--resume auto).
 # Usage: bash scripts/go1.sh [--variant scale025_] [--until IT] [SEED ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/run_results.sh
 variant="" until=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,16 +36,9 @@ for s in "${seeds[@]}"; do
 done
 wait
 for s in "${seeds[@]}"; do
-  run="runs/go1_${variant}s$s" dest="$out/${variant}s$s"
-  model="$run/model_final.pt" suffix=""
-  if [ -n "$until" ] && [ ! -s "$model" ]; then model="$run/model_$until.pt" suffix="_$until"; fi
-  mkdir -p "$dest"
-  [ -s "$dest/policy$suffix.pt" ] || python3 -m moreau.trainers.checkpoints strip "$model" "$dest/policy$suffix.pt"
-  [ -s "$dest/eval_hard$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
-    "$dest/policy$suffix.pt" --contact hard --json "$dest/eval_hard$suffix.json" --plot "$dest/walk_hard$suffix.png" \
+  dest="$out/${variant}s$s"
+  publish_run "runs/go1_${variant}s$s" "$dest" "$until" --gif
+  [ -s "$dest/eval_smooth$published_suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
+    "$dest/policy$published_suffix.pt" --contact smooth --json "$dest/eval_smooth$published_suffix.json" --plot none \
     --sim-threads 1
-  [ -s "$dest/eval_smooth$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
-    "$dest/policy$suffix.pt" --contact smooth --json "$dest/eval_smooth$suffix.json" --plot none --sim-threads 1
-  python3 -c 'import sys; from moreau.trainers.runlog import compress_log; compress_log(sys.argv[1], sys.argv[2])' \
-    "$run/log.csv" "$dest/log$suffix.csv.xz"
 done

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# results/rough/README.md, end to end and resumable: SHAC through smooth contact (preset
+# walk_rough: walk_fast on the trot_rough task) and rsl_rl's PPO (task preset rough, hard contact,
+# legged_gym's setup) train ANYmal C on legged_gym's generated terrain (docs/terrain.md) with its
+# level curriculum, seed 0, side by side on one core each; then moreau's evaluation protocol under
+# hard contact on every level of every terrain type (500 environments x 20 s, each on its own tile,
+# 10 per type and level: moreau.evaluation.evaluate) with the per-type, per-level metrics and plot,
+# and the policies and compressed logs in results/rough/<method>/; and the shipped flat-ground
+# SHAC policy on the same terrain (results/rough/flat_shac_walk/) as the baseline.
+# Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
+# --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
+# Usage: bash scripts/rough.sh [--until IT] [shac] [ppo]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/run_results.sh
+until=""
+if [ "${1:-}" = "--until" ]; then until="$2"; shift 2; fi
+methods=("${@:-shac ppo}")
+methods=(${methods[*]})
+out=results/rough
+mkdir -p runs "$out"
+for method in "${methods[@]}"; do
+  run="runs/rough_${method}_s0"
+  case "$method" in
+    shac) python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_rough --seed 0 --logdir "$run" \
+            --sim-threads 1 --torch-threads 1 --resume auto --no-progress ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
+    ppo) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough --contact hard \
+            --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" --n-threads 1 \
+            --torch-threads 1 --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
+    *) echo "scripts/rough.sh: expected shac or ppo, got '$method'" >&2; exit 2 ;;
+  esac
+done
+wait
+for method in "${methods[@]}"; do
+  publish_run "runs/rough_${method}_s0" "$out/$method" "$until" --num-envs 500
+done
+flat="$out/flat_shac_walk"
+mkdir -p "$flat"
+[ -s "$flat/eval_hard.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
+  --contact hard --num-envs 500 --task-config '{"terrain": {}, "knee_contacts": true}' --json "$flat/eval_hard.json" \
+  --plot "$flat/walk_hard.png" --sim-threads 1
