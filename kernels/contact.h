@@ -195,11 +195,13 @@ MOREAU_HD void point_jacobian(const ContactScratch<S, D>& cs, int i, const Vec3<
 }
 
 // Candidates at q_M: gaps of every contact point into con_gap (may be null), and the active
-// set with Jacobians. A point enters when its gap ≤ `threshold`. With spin friction μ_spin > 0,
-// a spin row per active contact after them (one-row blocks from cs.nj, which the caller set):
-// J_t = n · ω_d over the contact's chain.
+// set with Jacobians. A point enters when its gap ≤ `threshold`; when kActive points are in, a
+// point with a smaller gap takes the place of the one with the largest (the deepest are kept).
+// With spin friction μ_spin > 0, a spin row per active contact after them (one-row blocks from
+// cs.nj, which the caller set): J_t = n · ω_d over the contact's chain. Returns whether a point
+// within the threshold was left out.
 template <class S, class D>
-MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground<S>& ground,
+MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground<S>& ground,
                                   S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0)) {
   Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
@@ -208,6 +210,7 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
   Vec3<S> normal[D::kActive];
   cs.n = 0;
+  bool dropped = false;
   for (int k = 0; k < m.ncon; ++k) {
     const int b = m.con_body[k];
     const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, vec3(m.con_pos + 3 * k));  // relative to the base
@@ -218,10 +221,19 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     // gap along the normal from the ground point (x, y, height) to the sphere surface
     const S gap = (centre.z + base.z - height) * frame[0].z - m.con_radius[k];
     if (gaps) gaps[k] = gap;
-    if (gap > threshold || cs.n == D::kActive) continue;
+    if (gap > threshold) continue;
+    int i = cs.n;
+    if (i == D::kActive) {
+      dropped = true;
+      i = 0;
+      for (int a = 1; a < cs.n; ++a)
+        if (cs.gap[a] > cs.gap[i]) i = a;
+      if (!(gap < cs.gap[i])) continue;
+    } else {
+      ++cs.n;
+    }
     tangents(frame[0], frame[1], frame[2]);
     const Vec3<S> p = centre - m.con_radius[k] * frame[0];
-    const int i = cs.n++;
     cs.con[i] = k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
@@ -231,7 +243,7 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     columns = true;
     point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
   }
-  if (!(spin > 0)) return;
+  if (!(spin > 0)) return dropped;
   for (int i = 0; i < cs.n; ++i) {
     const int k = cs.nj++, b = cs.n + k;
     cs.jq[k] = i;
@@ -244,6 +256,7 @@ MOREAU_HD void contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     S* J = cs.J + block_row(cs, b) * D::kChain;
     for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(normal[i], omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
   }
+  return dropped;
 }
 
 // Joint rows at q_M, appended to the one-row blocks: for a limited revolute or prismatic joint,
@@ -1074,7 +1087,8 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
     restrict_active(threshold, v_free, cs);
   } else {
     cs.n = cs.nj = 0;
-    if (mode != kContactNone) contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env));
+    if (mode != kContactNone && contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env)))
+      result.status |= kStatusContactsDropped;
     joint_candidates(m, p, env, qM, h, threshold, cs);
   }
   if (solve_rows(cs) == 0) return result;
@@ -1092,7 +1106,7 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
       if (unilateral(cs, i)) cs.c[block_row(cs, i)] += mmax(cs.gap[i], S(0)) / h;
   }
   result.iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &result.residual);
-  if (result.residual > cfg.tolerance) result.status = kStatusSolverNotConverged;
+  if (result.residual > cfg.tolerance) result.status |= kStatusSolverNotConverged;
   return result;
 }
 

@@ -20,7 +20,8 @@ enum : int {
   kStatusSingularMass = 4,
   kStatusSolverNotConverged = 8,
   kStatusNanGradient = 16,
-  kStatusNoGradient = 32
+  kStatusNoGradient = 32,
+  kStatusContactsDropped = 64
 };
 // Bits that freeze an environment (it is not stepped again until reset). The others are
 // warnings: the environment keeps stepping and the bit stays until reset.

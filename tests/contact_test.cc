@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/contact.h"
@@ -275,6 +276,40 @@ TEST(Solver, NonConvergedSolveFlagsTheEnvironment) {
   EXPECT_EQ(status[1], kStatusSolverNotConverged);
   const int32_t* iterations = static_cast<const int32_t*>(sim.solver_iterations().data);
   EXPECT_EQ(iterations[0], 2);
+}
+
+// More points within reach than a solve holds (kMaxActive = 16): a 1 kg slab resting on four
+// corner points, with 20 points 3 cm higher listed before them (inside the hard model's
+// speculative reach of 10 h = 5 cm; hard contact and its straight-through twin). The solve keeps the deepest, so the corners hold the slab
+// where it was put (the first 16 points in the file's order would have let it fall 3 cm), and the
+// environment is flagged.
+TEST(Solver, AFullActiveSetKeepsTheDeepestPoints) {
+  std::string contacts;
+  for (int i = 0; i < 20; ++i)
+    contacts += "{\"type\": \"sphere\", \"name\": \"high" + std::to_string(i) + "\", \"pos\": [" +
+                std::to_string(-0.19 + 0.02 * i) + ", 0, -0.02], \"radius\": 0},";
+  for (const char* c : {"[0.2, 0.1, -0.05]", "[-0.2, 0.1, -0.05]", "[0.2, -0.1, -0.05]", "[-0.2, -0.1, -0.05]"})
+    contacts += std::string("{\"type\": \"sphere\", \"pos\": ") + c + ", \"radius\": 0},";
+  contacts.pop_back();
+  const Model model = load_model_from_string(
+      "{\"name\": \"slab\", \"bodies\": [{\"name\": \"slab\", \"parent\": \"world\", \"pos\": [0, 0, 0.05],"
+      " \"joint\": {\"type\": \"free\"}, \"mass\": 1, \"inertia\": [0.004, 0.014, 0.017, 0, 0, 0],"
+      " \"contacts\": [" + contacts + "]}]}");
+  ASSERT_EQ(model.ncon, 24);
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::HardSmoothGrad}) {
+    Rig r(model, mode, DType::Float64);
+    r.sim.step(100);
+    r.read();
+    EXPECT_NEAR(r.q[2], 0.05, 1e-6) << contact_mode_name(mode);
+    EXPECT_EQ(r.status(), kStatusContactsDropped) << contact_mode_name(mode);
+  }
+  // with the corners alone no point is left out
+  Rig corners(select_contacts(model, {"slab/contact20", "slab/contact21", "slab/contact22", "slab/contact23"}),
+              ContactMode::Hard, DType::Float64);
+  corners.sim.step(100);
+  corners.read();
+  EXPECT_NEAR(corners.q[2], 0.05, 1e-6);
+  EXPECT_EQ(corners.status(), 0);
 }
 
 // pgs_solve's step 2 (kern::slide_solve) on random local problems whose sticking step leaves

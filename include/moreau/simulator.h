@@ -31,8 +31,10 @@ int max_environments(const Model& model);
 // Per-environment status bits (status buffer, int32). Fatal bits (NaN state or action,
 // singular mass matrix) freeze the environment: it is not stepped again until reset, and the
 // others are unaffected. The other bits are warnings that stay set until reset: the solver
-// bit means a contact solve stopped on its iteration cap (the step used its last iterate);
-// the gradient bits are set by adjoints (their gradients are then zero).
+// bit means a contact solve stopped on its iteration cap (the step used its last iterate), the
+// contacts bit that more contact points were within reach than a solve holds (kMaxActive; the
+// ones with the smallest gaps were kept); the gradient bits are set by adjoints (their gradients
+// are then zero).
 enum Status : int32_t {
   kStatusOk = 0,
   kStatusNanState = 1 << 0,      // non-finite q or v, or |q|, |v| > 1e10 (on input or after a step): fatal
@@ -41,6 +43,7 @@ enum Status : int32_t {
   kStatusSolverNotConverged = 1 << 3,  // contact solve hit its iteration cap: warning
   kStatusNanGradient = 1 << 4,   // the adjoint produced a non-finite gradient
   kStatusNoGradient = 1 << 5,    // no adjoint for this configuration (see docs/gradients.md)
+  kStatusContactsDropped = 1 << 6,  // more points within reach than a solve holds (16): the deepest kept: warning
 };
 constexpr int32_t kStatusFatal = kStatusNanState | kStatusNanAction | kStatusSingularMass;
 

@@ -274,6 +274,7 @@ NB_MODULE(_moreau, m) {
   m.attr("STATUS_SOLVER_NOT_CONVERGED") = int(kStatusSolverNotConverged);
   m.attr("STATUS_NAN_GRADIENT") = int(kStatusNanGradient);
   m.attr("STATUS_NO_GRADIENT") = int(kStatusNoGradient);
+  m.attr("STATUS_CONTACTS_DROPPED") = int(kStatusContactsDropped);
   m.attr("STATUS_FATAL") = int(kStatusFatal);
   // Model.jnt_type values (moreau::JointType; fixed joints are merged away at compile time).
   m.attr("JOINT_FREE") = int(JointType::Free);
