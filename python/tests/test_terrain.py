@@ -400,6 +400,40 @@ def test_body_contacts_keep_the_robot_files_collision_shapes_and_end_episodes():
     assert failed.all()
 
 
+def test_anymal_body_contacts_take_legged_gyms_collision_shapes():
+    """ANYmal C's JSON carries its feet only; with body_contacts the task adds the collision shapes
+    of legged_gym's URDF (its robot configuration's collision_file, the same bodies and frames):
+    the trunk cylinder, the four knee drives and the four shanks as 9 x 16 rim points, its feet
+    left to the JSON's own; as in legged_gym only the trunk's touching ends an episode. Dropped on
+    the terrain's platform the robot settles on its feet alone (every other point clear of the
+    ground after 1 s); a shank on the ground does not end the episode, the trunk on it does;
+    without body_contacts the model is as before."""
+    from moreau.tasks.locomotion import Locomotion
+    kw = dict(num_envs=2, push_robots=False, n_threads=1, base_height_limit=0.01, randomize_base_mass=False,
+              reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0),
+              terrain=dict(num_levels=2, num_types=2, border=1.0, max_init_level=0, proportions=(1, 0, 1, 0, 0)))
+    e = Locomotion(body_contacts=True, **kw)
+    m = e.sim.model
+    assert m.ncon == 4 + 9 * 16 and [m.con_name[k].split("/")[0] for k in e.knees] == ["base"] * 16
+    links = {n.split("/")[0] for n in m.con_name if "/" in n}
+    assert links == {"base"} | {f"{leg}_{part}" for leg in ("LF", "RF", "LH", "RH") for part in ("KFE", "SHANK")}
+    assert [n for n in m.con_name if "FOOT" in n] == ["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"]
+    with torch.no_grad():
+        for _ in range(50):
+            _, _, done, _ = e.step(torch.zeros(2, 12))
+            assert not done.any()
+    others = [k for k, n in enumerate(m.con_name) if "FOOT" not in n]
+    assert float(e.clearance(e.kinematics.contact_positions(e.q)[:, others], e.kinematics.con_radius[others]).min()) > 0
+    q = e.q.clone()
+    q[:, 2] -= 0.1  # the shanks' lower rims into the platform, the trunk above it
+    failed, _ = e.check_termination(q, e.v)
+    assert not failed.any()
+    q[:, 2] = e.origin[:, 2] + 0.09  # the trunk's 0.1 m cylinder into the platform
+    failed, _ = e.check_termination(q, e.v)
+    assert failed.all()
+    assert Locomotion(**kw).sim.model.ncon == 4
+
+
 def test_png_and_binary_heightfields_are_mujocos_surface(tmp_path):
     """An MJCF <hfield file="..."> found in the compiler's meshdir: an 8-bit grey PNG, a colour one
     (MuJoCo reads the red channel) and MuJoCo's binary format (int32 nrow, ncol, float32 values,

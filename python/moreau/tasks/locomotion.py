@@ -65,8 +65,9 @@ feet have contact geometry), with ``knee_contacts`` a knee touching the ground (
 forbidden contacts: a sphere of radius 5 cm at each thigh's knee end, the Menagerie's knee
 cylinder, simulated like the feet), with ``body_contacts`` any contact point of the robot file
 but the feet touching the ground (every collision shape the file has, the trunk's, thighs' and
-shanks' of an MJCF or URDF robot, simulated against the ground or terrain; legged_gym's
-terminate_after_contacts_on), tilt (angle of the base z axis from the vertical) above
+shanks' of an MJCF or URDF robot, or of the robot configuration's ``collision_file``, simulated
+against the ground or terrain; only the links of the configuration's ``terminate_contacts`` when
+it names them: legged_gym's terminate_after_contacts_on, ANYmal C's base), tilt (angle of the base z axis from the vertical) above
 ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
 (``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
 pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
@@ -120,8 +121,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from dataclasses import dataclass, field, fields, replace
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -161,28 +163,58 @@ HEIGHT_POINTS = 17 * 11  # legged_gym's measured_points_x, measured_points_y (sc
 # "height_measurements", 5 unless given)
 
 
-def _robot_path(robot: RobotConfig) -> str:
-    return robot.file if os.path.isabs(robot.file) or os.path.exists(robot.file) else moreau.asset(robot.file)
+def _asset_path(file: str) -> str:
+    return file if os.path.isabs(file) or os.path.exists(file) else moreau.asset(file)
+
+
+def _collision_points(robot: RobotConfig, spec: Dict, path: str) -> Dict[str, List[Dict]]:
+    """The contact points of ``robot.collision_file`` (its collision shapes as moreau simulates them)
+    but those on a foot's link, as JSON sphere contacts per body name. Its bodies must be the JSON
+    robot's, with the same frames (to 1e-6)."""
+    cpath = _asset_path(robot.collision_file)
+    with warnings.catch_warnings():  # its joints, actuators and inertias are not used
+        warnings.simplefilter("ignore", moreau.ModelWarning)
+        coll = moreau.load(cpath)
+    own = moreau.load_model_from_string(json.dumps(spec), source=path)
+    if coll.body_name != own.body_name:
+        raise ValueError(f"Locomotion: collision_file {cpath}: bodies {coll.body_name} are not {path}'s "
+                         f"{own.body_name}")
+    for what in ("body_pos", "body_quat"):
+        err = max(abs(a - b) for a, b in zip(getattr(coll, what), getattr(own, what)))
+        if err > 1e-6:
+            raise ValueError(f"Locomotion: collision_file {cpath}: its {what} differ from {path}'s by {err:.3g}")
+    points: Dict[str, List[Dict]] = {}
+    for k, name in enumerate(coll.con_name):
+        if name.split("/")[0] in robot.feet:
+            continue
+        points.setdefault(coll.body_name[coll.con_body[k]], []).append(
+            {"type": "sphere", "name": name, "pos": list(coll.con_pos[3 * k:3 * k + 3]), "radius": coll.con_radius[k]})
+    return points
 
 
 def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     """The configuration's robot (``cfg.robot``, moreau.tasks.robots) with the config's joint damping
     and friction loss on every leg joint where set, its drives' torque–speed line with
     ``drive_max_velocity``, and knee contacts with ``knee_contacts`` (the robot's knee spheres added
-    to a JSON robot file); only the feet (and knees) keep their contact points, unless ``body_contacts``."""
+    to a JSON robot file); only the feet (and knees) keep their contact points, unless ``body_contacts``
+    (then with the robot's ``collision_file``'s shapes where it has one)."""
     robot = robot_config(cfg.robot)
-    path = _robot_path(robot)
+    path = _asset_path(robot.file)
     knees = tuple(robot.knees)
     edits = cfg.joint_damping is not None or cfg.joint_frictionloss is not None or cfg.drive_max_velocity is not None \
-        or (cfg.knee_contacts and robot.knee_sphere is not None)
+        or (cfg.knee_contacts and robot.knee_sphere is not None) or (cfg.body_contacts and robot.collision_file)
     if not edits:
         model = moreau.load(path)
     elif not path.endswith(".json"):
-        raise ValueError(f"Locomotion: joint_damping, joint_frictionloss, drive_max_velocity and knee spheres edit "
-                         f"a moreau JSON robot file; {path} is not one")
+        raise ValueError(f"Locomotion: joint_damping, joint_frictionloss, drive_max_velocity, knee spheres and a "
+                         f"collision_file edit a moreau JSON robot file; {path} is not one")
     else:
         with open(path) as f:
             spec = json.load(f)
+        if cfg.body_contacts and robot.collision_file:
+            for body_name, extra in _collision_points(robot, spec, path).items():
+                body = next(b for b in spec["bodies"] if b["name"] == body_name)
+                body.setdefault("contacts", []).extend(extra)
         limits = _per_actuator(cfg.torque_limit, len(spec["actuators"]))
         if cfg.drive_max_velocity is not None:
             for actuator, limit in zip(spec["actuators"], limits):
@@ -421,9 +453,12 @@ class Locomotion(DiffEnv):
             raise ValueError(f"Locomotion: gait_offsets: expected {len(self.robot.feet)} values (LF, RF, LH, RH), "
                              f"got {len(cfg.gait_offsets)}")
         self.feet = torch.tensor([m.con_name.index(f) for f in self.robot.feet], device=self.device)
-        feet = set(self.robot.feet)
-        self.knees = torch.tensor([k for k, name in enumerate(m.con_name) if name not in feet], dtype=torch.long,
-                                  device=self.device)
+        feet, ends = set(self.robot.feet), self.robot.terminate_contacts
+        # the points whose touching the ground is a failure: knees, and the file's collision shapes of
+        # the links in terminate_contacts (all of them when None)
+        self.knees = torch.tensor([k for k, name in enumerate(m.con_name) if name not in feet and
+                                   ("/" not in name or ends is None or name.split("/")[0] in ends)],
+                                  dtype=torch.long, device=self.device)
         self.torque_limit = torch.tensor(_per_actuator(cfg.torque_limit, self.num_actions), **tk)
         self.kinematics = Kinematics(m, **tk)
         self.gait_offsets = torch.tensor(cfg.gait_offsets, **tk)

@@ -8,6 +8,14 @@ name (``LocomotionConfig``), when set, override the robot's. Fields:
 - ``feet``: the feet's contact points in the order left-front, right-front, left-hind, right-hind
   (the gait clock's and the foot terms' order); contact points the task does not name are dropped
   from the simulated model (a Menagerie file's collision shapes of the trunk and thighs);
+- ``collision_file``: a robot file with the same bodies (names and frames) whose collision shapes
+  the task's ``body_contacts`` adds to the robot's (a moreau JSON robot that carries its feet
+  only: ANYmal C's takes legged_gym's URDF's trunk, knee-drive and shank cylinders); its points on
+  a foot's link are left out (the robot's own feet stay);
+- ``terminate_contacts``: with ``body_contacts``, the links (the part of a contact point's name
+  before its first "/") whose collision shapes touching the ground end an episode, legged_gym's
+  terminate_after_contacts_on (None: every point but the feet); the other shapes are simulated
+  and allowed to touch; named points of the robot's own (knee spheres) always end it;
 - ``knee_sphere``: (body name suffix, position in that body [m], radius [m]) of a sphere added at
   each leg's knee with the task's ``knee_contacts`` (JSON robot files only), ``knees`` the names of
   existing contact points used instead;
@@ -40,6 +48,8 @@ __all__ = ["RobotConfig", "ROBOTS", "robot_config"]
 class RobotConfig:
     file: str
     feet: Tuple[str, str, str, str]
+    collision_file: Optional[str] = None
+    terminate_contacts: Optional[Tuple[str, ...]] = None
     knee_sphere: Optional[Tuple[str, Tuple[float, float, float], float]] = None
     knees: Tuple[str, ...] = ()
     default_joint_pos: Dict[str, float] = field(default_factory=dict)
@@ -62,6 +72,7 @@ class RobotConfig:
 ROBOTS: Dict[str, RobotConfig] = {
     # ANYmal C (assets/robots/anymal_c.json): legged_gym's flat ANYmal C settings.
     "anymal_c": RobotConfig(file="anymal_c.json", feet=("LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"),
+                            collision_file="anymal_c_legged_gym/anymal_c.urdf", terminate_contacts=("base",),
                             knee_sphere=("_THIGH", (0.0303, 0.0, -0.285), 0.05)),
     # Unitree Go1 (MuJoCo Menagerie's go1.xml, assets/robots/unitree_go1): legged_gym's settings of
     # its Go1/A1-class robots (kp 20, kd 0.5, the A1 default pose) but its action scale: moreau's
@@ -104,8 +115,9 @@ def robot_config(robot: str) -> RobotConfig:
     for k in ("file", "feet"):
         if k not in d:
             raise ValueError(f"{robot}: field {k!r} missing")
-    if not os.path.isabs(d["file"]) and os.path.exists(os.path.join(os.path.dirname(robot), d["file"])):
-        d["file"] = os.path.join(os.path.dirname(robot), d["file"])
+    for k in ("file", "collision_file"):  # relative to the configuration file where one is there
+        if d.get(k) and not os.path.isabs(d[k]) and os.path.exists(os.path.join(os.path.dirname(robot), d[k])):
+            d[k] = os.path.join(os.path.dirname(robot), d[k])
 
     def tup(x):
         return tuple(tup(y) for y in x) if isinstance(x, list) else x
