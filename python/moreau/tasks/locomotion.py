@@ -67,8 +67,8 @@ cylinder, simulated like the feet), with ``body_contacts`` any contact point of 
 but the feet touching the ground (every collision shape the file has, the trunk's, thighs' and
 shanks' of an MJCF or URDF robot, or of the robot configuration's ``collision_file``, simulated
 against the ground or terrain; only the links of the configuration's ``terminate_contacts`` when
-it names them: legged_gym's terminate_after_contacts_on, ANYmal C's base), tilt (angle of the base z axis from the vertical) above
-``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
+it names them: legged_gym's terminate_after_contacts_on, ANYmal C's base), tilt (angle of the
+base z axis from the vertical) above ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
 (``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
 pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
 (``reset_*``), previous action 0, new command and new randomised parameters. The reset runs in
