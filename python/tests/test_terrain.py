@@ -359,12 +359,16 @@ def test_rough_checkpoint_evaluates_per_terrain_type_and_level(tmp_path):
     """A PPO checkpoint of the rough preset (one short iteration) evaluates with the environments
     spread over every level, each on its tile, and the metrics per terrain type and level, which
     average (environment-weighted) to the overall ones; the plot per difficulty is written."""
+    import csv
     from moreau.evaluation.evaluate import eval_env, evaluate
     from moreau.trainers.checkpoints import load_policy
     from moreau.trainers.ppo import main
     log = tmp_path / "rough"
     assert main(["--task", "locomotion", "--task-preset", "rough", "--iterations", "1", "--num-envs", "4",
                  "--steps-per-env", "4", "--n-threads", "1", "--log-dir", str(log)]) == 0
+    with open(log / "log.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    assert 0 <= float(row["terrain_level"]) <= 5 and float(row["command_scale"]) == 1.0  # the training log's curricula
     policy = load_policy(str(log / "model_final.pt"))
     env = eval_env(policy.meta["env"], "locomotion", 60, "hard", sim_threads=1)
     assert not env.cfg.terrain_curriculum and env.cfg.terrain["max_init_level"] == 9 and env.num_obs == 235
@@ -500,3 +504,6 @@ def test_shac_trains_through_the_terrain(tmp_path):
     with open(log / "log.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 2 and all(math.isfinite(float(r["grad_norm"])) and float(r["grad_norm"]) > 0 for r in rows)
+    # legged_gym's terrain_level: the mean level of the 4 environments' tiles (initially 0..5)
+    assert all(float(r["terrain_level"]) * 4 == int(float(r["terrain_level"]) * 4) for r in rows)
+    assert 0 <= float(rows[0]["terrain_level"]) <= 5

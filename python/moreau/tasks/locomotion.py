@@ -123,7 +123,7 @@ import math
 import os
 import warnings
 from dataclasses import dataclass, field, fields, replace
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
@@ -553,6 +553,15 @@ class Locomotion(DiffEnv):
         gate = (self.curriculum_samples < c.curriculum_warmup_samples) | (r >= c.curriculum_tracking_threshold)
         self.curriculum_tracking = r
         self.curriculum_samples = self.curriculum_samples + gate.to(torch.float64) * self.num_envs
+
+    def curriculum_stats(self) -> Dict[str, Any]:
+        """The curricula's state for a training log (no host read): ``command_scale``,
+        ``curriculum_tracking`` (r̄) and, on generated terrain, ``terrain_level``, the mean level of
+        the environments' tiles (legged_gym's Episode/terrain_level)."""
+        stats = {"command_scale": self.command_scale(), "curriculum_tracking": self.curriculum_tracking}
+        if self.terrain is not None:
+            stats["terrain_level"] = self.levels.to(torch.float64).mean()
+        return stats
 
     def schedule_state(self) -> Dict[str, float]:
         """What the task's schedules (pushes, command curriculum) need to go on after a resume

@@ -173,12 +173,13 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
             t0 = watch.mark()
             runner.learn(1, init_at_random_ep_len=False)
             watch.add("iteration", t0, watch.mark())
+            curricula = env.curriculum_stats() if hasattr(env, "curriculum_stats") else {}
             row = host_values({  # the iteration's one read of the device
                 "episode_return": vec.episode_returns.mean(), "episode_length": vec.episode_lengths.mean(),
                 "action_std": runner.alg.get_policy().output_std.detach().mean(),
                 "learning_rate": runner.alg.learning_rate,
-                "command_scale": env.command_scale() if hasattr(env, "command_scale") else 1.0,
-                "nonfinite": vec.nonfinite})
+                "nonfinite": vec.nonfinite,
+                **curricula})
             if check_nan:
                 vec.check_finite(row["nonfinite"] > 0)
             dt = watch.read()["iteration"]
@@ -189,7 +190,7 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
                 log.write({"iteration": it, "env_steps": steps, "wall_time": wall, "fps": per_it / max(dt, 1e-9),
                            "episode_return": row["episode_return"], "episode_length": row["episode_length"],
                            "action_std": row["action_std"], "learning_rate": row["learning_rate"],
-                           "command_scale": row["command_scale"]})
+                           **{k: row[k] for k in curricula}})
                 if (save_interval > 0 and it % save_interval == 0) or (it == stop < iterations) or timed_out:
                     save(os.path.join(log_dir, f"model_{it}.pt"))
             if timed_out:

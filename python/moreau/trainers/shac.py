@@ -392,9 +392,8 @@ class SHAC:
             "time_sim_forward": mt.timing["forward"] - sim0["forward"],  # inside env_step
             "time_sim_adjoint": mt.timing["adjoint"] - sim0["adjoint"],  # inside backward
         }
-        if hasattr(self.env, "command_scale"):
-            stats["command_scale"] = self.env.command_scale()
-            stats["curriculum_tracking"] = self.env.curriculum_tracking
+        if hasattr(self.env, "curriculum_stats"):
+            stats.update(self.env.curriculum_stats())
         return stats
 
     def read_stats(self, stats: Dict) -> Dict[str, float]:
