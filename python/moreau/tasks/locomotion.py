@@ -35,8 +35,9 @@ heights (the base_height term, the failure limit) and foot and knee clearances a
 from the ground under them.
 
 Gait clock: a phase φ ∈ [0, 1) per environment advancing by ``gait_frequency`` · dt per
-control step (times the robot's ``gait_frequency_scale``: 1 for ANYmal C; 0 at reset); foot j's phase is φ_j = φ + ``gait_offsets``[j] (trot: LF and RH at
-0, RF and LH at ½); φ_j ∈ [0, ½) is foot j's swing half.
+control step (times the robot's ``gait_frequency_scale``: 1 for ANYmal C; 0 at reset); foot j's
+phase is φ_j = φ + ``gait_offsets``[j] (trot: LF and RH at 0, RF and LH at ½); φ_j ∈ [0, ½) is
+foot j's swing half.
 
 Reward (per control step, each term · its weight · dt, legged_gym's flat ANYmal weights by
 default; ``reward_weights``): ``tracking_lin_vel`` exp(−|cmd_xy − v_xy|² / σ),
@@ -60,20 +61,20 @@ crossing its partner: legs that would hit each other, which moreau's contact doe
 All but ``termination`` and ``feet_air_time`` are differentiable w.r.t. the actions and the
 state (moreau.torch.step, and the kinematics in torch); those two are counts of events.
 
-Termination: base height below ``base_height_limit`` (the stand-in for base contact: only the
-feet have contact geometry), with ``knee_contacts`` a knee touching the ground (legged_gym's
-forbidden contacts: a sphere of radius 5 cm at each thigh's knee end, the Menagerie's knee
-cylinder, simulated like the feet), with ``body_contacts`` any contact point of the robot file
-but the feet touching the ground (every collision shape the file has, the trunk's, thighs' and
-shanks' of an MJCF or URDF robot, or of the robot configuration's ``collision_file``, simulated
-against the ground or terrain; only the links of the configuration's ``terminate_contacts`` when
-it names them: legged_gym's terminate_after_contacts_on, ANYmal C's base), tilt (angle of the
-base z axis from the vertical) above ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
-(``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base
-pose at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component
-(``reset_*``), previous action 0, new command and new randomised parameters. The reset runs in
-every step under the ``done`` mask (no host read, moreau.tasks.base), so its random numbers are
-drawn in every step; likewise the command resampling's.
+Termination: base height below ``base_height_limit`` (the stand-in for base contact: only the feet
+have contact geometry), with ``knee_contacts`` a knee touching the ground (legged_gym's forbidden
+contacts: a sphere of radius 5 cm at each thigh's knee end, the Menagerie's knee cylinder, simulated
+like the feet), with ``body_contacts`` any contact point of the robot file but the feet touching the
+ground (every collision shape the file has, the trunk's, thighs' and shanks' of an MJCF or URDF
+robot, or of the robot configuration's ``collision_file``, simulated against the ground or terrain;
+only the links of the configuration's ``terminate_contacts`` when it names them: legged_gym's
+terminate_after_contacts_on, ANYmal C's base), tilt (angle of the base z axis from the vertical)
+above ``max_tilt``, a fatal simulator status (NaN, singular mass matrix), or the episode limit
+(``episode_length_s``; a time-out). Ended environments are reset inside ``step``: default base pose
+at 0.6 m, joints at default · U[0.5, 1.5], base velocity U[−0.5, 0.5] per component (``reset_*``),
+previous action 0, new command and new randomised parameters. The reset runs in every step under the
+``done`` mask (no host read, moreau.tasks.base), so its random numbers are drawn in every step;
+likewise the command resampling's.
 
 Commands: v_x, v_y, ω_z uniform in ``command_ranges``, resampled per environment every
 U[``resampling_time``] seconds and at reset; planar commands with |(v_x, v_y)| below
@@ -95,22 +96,22 @@ in Python numbers.
 
 Drives: ``joint_damping`` and ``joint_frictionloss`` (when set) replace the model's viscous damping
 and friction loss on every leg joint (JSON robot files); ``damping_scale`` (the robot
-configuration's unless set) scales the model's damping in the simulator; ``drive_max_velocity`` (when set) gives every actuator a
-torque–speed line, the torque bound falling from ``torque_limit`` at rest to 0 at that joint
-speed.
+configuration's unless set) scales the model's damping in the simulator; ``drive_max_velocity``
+(when set) gives every actuator a torque–speed line, the torque bound falling from
+``torque_limit`` at rest to 0 at that joint speed.
 
 Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
 when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
-strength ~ U[``motor_strength_range``], a damping scale ~ ``damping_scale`` · U[``damping_scale_range``],
-an armature scale ~ U[``armature_scale_range``], the smooth contact's sigmoid scale k ~
-U[``smooth_k_range``] (foot compliance while training through smooth contact), the feet's
-torsional friction μ_spin ~ U[``spin_friction_range``] (otherwise ``spin_friction``, 0: none) per
-environment,
-drawn at construction and at each reset, passed to ``moreau.torch.step`` as per-environment
-parameters (so that the backward of an earlier step still sees the values of its forward); with
-probability ``action_delay_prob`` an environment's actions act one control step late (its joint
-targets and the torques term come from the previous action) until its next reset; pushes add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world
-velocity of every environment every ``push_interval_s`` seconds.
+strength ~ U[``motor_strength_range``], a damping scale ~ ``damping_scale`` ·
+U[``damping_scale_range``], an armature scale ~ U[``armature_scale_range``], the smooth contact's
+sigmoid scale k ~ U[``smooth_k_range``] (foot compliance while training through smooth contact), the
+feet's torsional friction μ_spin ~ U[``spin_friction_range``] (otherwise ``spin_friction``, 0: none)
+per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
+per-environment parameters (so that the backward of an earlier step still sees the values of its
+forward); with probability ``action_delay_prob`` an environment's actions act one control step late
+(its joint targets and the torques term come from the previous action) until its next reset; pushes
+add U[−``max_push_vel``, ``max_push_vel``] m/s to the base's planar world velocity of every
+environment every ``push_interval_s`` seconds.
 
 The differentiable state is ``q`` (num_envs, 19), ``v`` (num_envs, 18) and ``last_actions``
 (num_envs, 12) (moreau.tasks.base). Free-joint convention: v[0:3] world-frame linear velocity,
