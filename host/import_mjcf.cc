@@ -67,9 +67,10 @@ const std::map<std::string, AttrTable>& attr_tables() {
                          "o_solimp", "o_friction", "collision", "cone", "jacobian", "solver", "iterations",
                          "noslip_iterations", "mpr_iterations", "ls_iterations", "ls_tolerance", "ccd_iterations",
                          "ccd_tolerance", "sdf_iterations", "sdf_initpoints", "actuatorgroupdisable"});
-    t["flag"] = table({"contact", "gravity"}, {"warmstart", "sensor", "energy", "fwdinv", "invdiscrete", "sensornoise"},
+    t["flag"] = table({"contact", "gravity", "filterparent"},
+                      {"warmstart", "sensor", "energy", "fwdinv", "invdiscrete", "sensornoise"},
                       {"constraint", "equality", "frictionloss", "limit", "passive", "actuation", "clampctrl",
-                       "refsafe", "override", "filterparent", "eulerdamp", "spring", "damper", "midphase",
+                       "refsafe", "override", "eulerdamp", "spring", "damper", "midphase",
                        "nativeccd", "multiccd", "island", "autoreset"});
     t["default"] = table({"class"}, {}, {});
     t["worldbody"] = table({}, {}, {});
@@ -239,6 +240,7 @@ class MjcfParser {
       if (std::string(e->Name()) == "actuator") parse_actuators(e);
 
     if (!refusals_.empty()) return;  // parse() reports them
+    find_self_collisions();
     apply_totalmass();
     flush_warnings();
     cap_contacts(spec_);
@@ -306,6 +308,43 @@ class MjcfParser {
         ++std::get<1>(it->second);
       }
     }
+  }
+
+  // The body pairs MuJoCo collides with each other, by its filter (its collision driver): two
+  // geoms of different weld bodies, neither the other's weld parent (unless filterparent is
+  // disabled), their bodies not an <exclude>d pair, and (contype₁ & conaffinity₂) ≠ 0 or
+  // (contype₂ & conaffinity₁) ≠ 0. moreau's contacts are against the ground only: it lists the
+  // pairs (RobotSpec::self_collisions, by weld body) and warns that it does not simulate them.
+  void find_self_collisions() {
+    std::set<std::pair<std::string, std::string>> excluded;
+    for (const Exclude& x : excludes_) {
+      for (const std::string& b : {x.body1, x.body2})
+        if (!weld_.count(b)) throw Error(loc(x.elem) + ": <exclude>: no body named " + in_quotes(b));
+      excluded.insert(std::minmax(x.body1, x.body2));
+    }
+    std::set<std::pair<int, int>> pairs;  // by the weld bodies' order in the file
+    for (size_t i = 0; i < body_geoms_.size(); ++i)
+      for (size_t j = i + 1; j < body_geoms_.size(); ++j) {
+        const BodyGeom& a = body_geoms_[i];
+        const BodyGeom& b = body_geoms_[j];
+        if (a.weld == b.weld || (filterparent_ && (a.weld == b.weld_parent || b.weld == a.weld_parent)) ||
+            excluded.count(std::minmax(a.body, b.body)) ||
+            ((a.contype & b.conaffinity) == 0 && (b.contype & a.conaffinity) == 0))
+          continue;
+        pairs.insert(std::minmax(weld_order_.at(a.weld), weld_order_.at(b.weld)));
+      }
+    std::vector<std::string> weld_name(weld_order_.size());
+    for (const auto& [name, k] : weld_order_) weld_name[k] = name;
+    std::string listed;
+    for (const auto& [i, j] : pairs) {
+      spec_.self_collisions.emplace_back(weld_name[i], weld_name[j]);
+      if (spec_.self_collisions.size() <= 6) listed += (listed.empty() ? "" : ", ") + weld_name[i] + "–" + weld_name[j];
+    }
+    if (!pairs.empty())
+      spec_.warnings.push_back("contacts between the robot's own bodies are not simulated (moreau's contacts are "
+                               "against the ground): MuJoCo collides " + std::to_string(pairs.size()) +
+                               " pair(s) of bodies here (Model.self_collisions): " + listed +
+                               (pairs.size() > 6 ? ", ..." : ""));
   }
 
   void flush_warnings() {
@@ -468,6 +507,7 @@ class MjcfParser {
       check_attrs(c);
       const Layers f{{c}};
       if (keyword(f, "contact", "enable", {"enable", "disable"}) == "disable") contact_enabled_ = false;
+      if (keyword(f, "filterparent", "enable", {"enable", "disable"}) == "disable") filterparent_ = false;
       if (keyword(f, "gravity", "enable", {"enable", "disable"}) == "disable") {
         gravity_enabled_ = false;
         spec_.gravity = {0, 0, 0};
@@ -534,7 +574,12 @@ class MjcfParser {
       const std::string tag = c->Name();
       if (tag == "pair") {
         spec_.warnings.push_back(loc(c) + ": <contact><pair> ignored (moreau has no geom-geom contacts)");
-      } else if (tag != "exclude") {  // excludes only remove self-contacts, which moreau has none of
+      } else if (tag == "exclude") {
+        const char* b1 = c->Attribute("body1");
+        const char* b2 = c->Attribute("body2");
+        if (!b1 || !b2) throw Error(loc(c) + ": <exclude> needs 'body1' and 'body2'");
+        excludes_.push_back({c, b1, b2});
+      } else {
         throw Error(loc(c) + ": unsupported element <" + tag + "> in <contact>");
       }
     }
@@ -951,6 +996,16 @@ class MjcfParser {
       if (!j.spec.name.empty() && !joint_names_.insert(j.spec.name).second)
         throw Error(loc(j.elem) + ": repeated joint name " + in_quotes(j.spec.name));
     }
+    const std::string weld = joints.empty() ? weld_.at(parent) : name;
+    weld_[name] = weld;
+    if (!joints.empty()) {
+      weld_parent_[name] = weld_.at(parent);
+      weld_order_.emplace(name, static_cast<int>(weld_order_.size()));
+    }
+    if (weld != "world" && contact_enabled_)
+      for (const Geom& g : geoms)
+        if (g.contype != 0 || g.conaffinity != 0)
+          body_geoms_.push_back({name, weld, weld_parent_.at(weld), g.contype, g.conaffinity});
     const size_t n = std::max<size_t>(joints.size(), 1);
     std::string prev = parent;
     for (size_t k = 0; k < n; ++k) {
@@ -1123,6 +1178,22 @@ class MjcfParser {
   double settotalmass_ = -1;
   std::array<int, 2> inertiagroup_{0, 5};
   bool contact_enabled_ = true;
+  bool filterparent_ = true;  // <flag filterparent>: MuJoCo does not collide a body with its parent
+  struct Exclude {
+    const XMLElement* elem;
+    std::string body1, body2;
+  };
+  std::vector<Exclude> excludes_;
+  // A collidable geom of a moving body, as MuJoCo's filter between two bodies sees it: its body,
+  // the body's weld body (the nearest ancestor-or-self with a joint) and that one's parent's.
+  struct BodyGeom {
+    std::string body, weld, weld_parent;
+    int contype, conaffinity;
+  };
+  std::vector<BodyGeom> body_geoms_;
+  std::map<std::string, std::string> weld_{{"world", "world"}};  // body -> its weld body
+  std::map<std::string, std::string> weld_parent_;                // weld body -> its parent's weld body
+  std::map<std::string, int> weld_order_;                         // weld body -> its order in the file
   std::map<std::string, const XMLElement*> hfields_;  // <asset><hfield> by name
   std::string meshdir_;                               // <compiler meshdir> (or assetdir)
   int ground_contype_ = 1, ground_conaffinity_ = 1;

@@ -179,6 +179,7 @@ class Compiler {
     m_.name = spec_.name;
     m_.source = spec_.source;
     m_.warnings = spec_.warnings;
+    m_.self_collisions = spec_.self_collisions;
     check_finite(spec_, "gravity", spec_.gravity);
     for (int k = 0; k < 3; ++k) m_.gravity[k] = spec_.gravity[k];
     if (!(std::isfinite(spec_.timestep) && spec_.timestep > 0))

@@ -384,6 +384,29 @@ TEST(ImportMjcf, JointLimitsAreEnforcedBallRangesAreNoted) {
   EXPECT_EQ(joint_rows(m), 2);  // the hinge's limit and its friction loss
 }
 
+// The body pairs MuJoCo collides with each other (contype/conaffinity, not a weld body and its
+// parent's, not <exclude>d) are listed and warned about: moreau does not simulate them. Against
+// MuJoCo's own contacts: python/tests/test_models.py.
+TEST(ImportMjcf, SelfCollisionsAreListedAndWarned) {
+  const std::string legs = R"(<body name="base"><freejoint/><geom size="0.1"/>
+      <body name="l"><joint/><geom size="0.1"/><body name="l_foot"><geom size="0.05"/></body></body>
+      <body name="r"><joint/><geom size="0.1"/></body>
+      <body name="tail"><joint/><geom size="0.1" contype="2" conaffinity="2"/></body></body>)";
+  using P = std::vector<std::pair<std::string, std::string>>;
+  const auto file = [&](const std::string& extra) { return "<mujoco>" + extra + "<worldbody>" + legs + "</worldbody></mujoco>"; };
+  const auto pairs = [&](const std::string& extra) { return parse(file(extra)).self_collisions; };
+  EXPECT_EQ(pairs(""), (P{{"l", "r"}}));  // base-l, base-r, base-tail: parent and child; tail: other bits
+  EXPECT_EQ(pairs(R"(<contact><exclude body1="r" body2="l_foot"/></contact>)"), (P{{"l", "r"}}));  // l's own geom
+  EXPECT_EQ(pairs(R"(<contact><exclude body1="l_foot" body2="r"/><exclude body1="r" body2="l"/></contact>)"), P{});
+  EXPECT_EQ(pairs(R"(<option><flag filterparent="disable"/></option>)"), (P{{"base", "l"}, {"base", "r"}, {"l", "r"}}));
+  EXPECT_TRUE(pairs(R"(<option><flag contact="disable"/></option>)").empty());
+  const RobotSpec s = parse(file(""));
+  ASSERT_EQ(s.warnings.size(), 1u);
+  EXPECT_EQ(s.warnings[0], "contacts between the robot's own bodies are not simulated (moreau's contacts are against "
+                           "the ground): MuJoCo collides 1 pair(s) of bodies here (Model.self_collisions): l–r");
+  EXPECT_EQ(compile(s).self_collisions, (P{{"l", "r"}}));
+}
+
 TEST(ImportMjcf, ContactFlagDisable) {
   const RobotSpec s = parse(R"(<mujoco><option><flag contact="disable"/></option><worldbody>
       <body name="a"><joint/><geom size="0.1"/></body></worldbody></mujoco>)");
@@ -521,6 +544,10 @@ TEST(ImportMjcfErrors, UnsupportedFeatures) {
             "t.xml:1: geom: plane geoms only in the worldbody");
   EXPECT_EQ(error_of(world(R"(<body name="a"><joint/><geom size="0"/></body>)")),
             "t.xml:1: geom: size[0] of a sphere must be > 0, got 0");
+  EXPECT_EQ(error_of(world(kBody, R"(<contact><exclude body1="a" body2="b"/></contact>)")),
+            "t.xml:1: <exclude>: no body named 'b'");
+  EXPECT_EQ(error_of(world(kBody, R"(<contact><exclude body1="a"/></contact>)")),
+            "t.xml:1: <exclude> needs 'body1' and 'body2'");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moreau/limits.h"
@@ -98,6 +99,9 @@ struct Model {
   double hfield_spacing[2] = {0, 0};   // [m] dx, dy
   std::vector<double> hfield_height;   // (ny x nx) [m], sample (i, j) at j nx + i
 
+  // Body pairs whose collision shapes collide in the robot file (MJCF: MuJoCo's contype,
+  // conaffinity, parent and <exclude> rules); contact between two bodies is not simulated.
+  std::vector<std::pair<std::string, std::string>> self_collisions;
   std::vector<std::string> warnings;   // carried over from the loader
 
   int body_index(const std::string& name) const;      // -1 if absent

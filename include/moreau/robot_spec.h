@@ -14,6 +14,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace moreau {
@@ -104,6 +105,9 @@ struct RobotSpec {
   // Default joint positions by joint name (scalar joints); others default to 0 / identity.
   std::vector<std::pair<std::string, double>> default_qpos;
   HeightfieldSpec heightfield;             // the ground
+  // Pairs of bodies whose collision shapes collide with each other in the source format (MJCF's
+  // contype/conaffinity/exclude rules); moreau does not simulate such contacts.
+  std::vector<std::pair<std::string, std::string>> self_collisions;
   std::vector<std::string> warnings;       // non-fatal notes from the loader
 };
 

@@ -321,6 +321,7 @@ NB_MODULE(_moreau, m) {
       .def_ro("con_body", &Model::con_body)
       .def_ro("con_pos", &Model::con_pos)
       .def_ro("con_radius", &Model::con_radius)
+      .def_ro("self_collisions", &Model::self_collisions)
       .def_ro("warnings", &Model::warnings)
       .def_ro("hfield_nx", &Model::hfield_nx)
       .def_ro("hfield_ny", &Model::hfield_ny)

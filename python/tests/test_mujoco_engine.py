@@ -176,3 +176,65 @@ def test_policy_tracks_in_mujoco_as_in_moreau(policy):
 def test_a_broken_observation_is_caught(policy):
     e_mj, e_mr = first_second_errors(policy, swap=True)
     assert abs(e_mj - e_mr) >= LIN_ERR_TOL, (e_mj, e_mr)
+
+
+# Every body at the same point, so that every pair MuJoCo's filter lets through touches: l_foot is
+# welded to l, the tail and r_shank collide on bit 2 only.
+SELF_COLLISION = """<mujoco>{option}<worldbody>
+  <body name="base" pos="0 0 1"><freejoint/><geom size="0.3"/>
+    <body name="l"><joint axis="0 1 0"/><geom size="0.3"/><body name="l_foot"><geom size="0.2"/></body></body>
+    <body name="r"><joint axis="0 1 0"/><geom type="capsule" size="0.2 0.1"/>
+      <body name="r_shank"><joint axis="1 0 0"/><geom size="0.3" contype="2" conaffinity="2"/></body></body>
+    <body name="tail"><joint axis="0 0 1"/><geom size="0.3" contype="0" conaffinity="2"/></body>
+  </body></worldbody>{contact}</mujoco>"""
+
+
+def _mujoco_body_pairs(m: "mujoco.MjModel", d: "mujoco.MjData") -> set:
+    """The weld-body pairs of MuJoCo's contacts between two moving bodies."""
+    weld = lambda g: int(m.body_weldid[m.geom_bodyid[g]])  # noqa: E731
+    name = lambda b: mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)  # noqa: E731
+    return {frozenset((name(weld(c.geom1)), name(weld(c.geom2)))) for c in d.contact[:d.ncon]
+            if weld(c.geom1) != 0 and weld(c.geom2) != 0}
+
+
+@pytest.mark.parametrize("option,contact,expected", [
+    ("", "", {("l", "r"), ("r_shank", "tail")}),
+    ("", '<contact><exclude body1="l_foot" body2="r"/></contact>', {("l", "r"), ("r_shank", "tail")}),
+    ("", '<contact><exclude body1="l_foot" body2="r"/><exclude body1="l" body2="r"/></contact>', {("r_shank", "tail")}),
+    ('<option><flag filterparent="disable"/></option>', "", {("base", "l"), ("base", "r"), ("l", "r"), ("r_shank", "tail")}),
+])
+def test_self_collision_pairs_are_mujocos(option, contact, expected):
+    """Model.self_collisions lists the body pairs MuJoCo 4 collides (contype/conaffinity, weld
+    bodies, parent filter, <exclude>), which moreau does not simulate, and says so in a warning."""
+    xml = SELF_COLLISION.format(option=option, contact=contact)
+    with pytest.warns(moreau.ModelWarning, match="contacts between the robot's own bodies are not simulated"):
+        ours = moreau.load_mjcf("self.xml", text=xml)
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    theirs = _mujoco_body_pairs(m, d)
+    assert {frozenset(p) for p in ours.self_collisions} == theirs == {frozenset(p) for p in expected}
+
+
+@pytest.mark.parametrize("path", [MENAGERIE, os.path.join(ROOT, "assets", "robots", "unitree_go1", "go1.xml")])
+def test_robot_self_collisions_cover_mujocos_contacts(path):
+    """On the Menagerie's ANYmal C and Go1 in 2,000 random joint configurations (the base in the
+    air, joints uniform in their ranges; the visual meshes dropped), every pair of bodies MuJoCo
+    finds touching is in Model.self_collisions, and some do touch."""
+    with pytest.warns(moreau.ModelWarning, match="contacts between the robot's own bodies"):
+        model = moreau.load_mjcf(path)
+    ours = {frozenset(p) for p in model.self_collisions}
+    m = mujoco.MjModel.from_xml_string(mj.load_robot_xml(model, path, verbose=False)[0])  # its meshes dropped
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    seen = set()
+    hinges = [j for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE]
+    for _ in range(2000):
+        d.qpos[:] = m.qpos0
+        d.qpos[2] = 2.0
+        for j in hinges:
+            lo, hi = m.jnt_range[j] if m.jnt_limited[j] else (-np.pi, np.pi)
+            d.qpos[m.jnt_qposadr[j]] = rng.uniform(lo, hi)
+        mujoco.mj_forward(m, d)
+        seen |= _mujoco_body_pairs(m, d)
+    assert seen and seen <= ours, sorted(map(sorted, seen - ours))
