@@ -70,7 +70,7 @@ def test_observation_matches_the_task(policy):
     assert obs.shape == (n, env.num_obs) == (n, 56)
     np.testing.assert_allclose(obs, ref.numpy(), atol=1e-6, rtol=0)
     # the free joint's conventions: MuJoCo's qvel[0:3] world linear, qvel[3:6] body angular
-    d, m = menv.datas[0], menv.models[0]
+    d, m = menv.datas[0], menv.model
     mujoco.mj_forward(m, d)
     vel = np.zeros(6)  # (angular, linear) of the base, world-oriented at the body origin
     mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, menv.base_body, vel, 0)
@@ -83,7 +83,7 @@ def test_menagerie_file_loads_without_meshes(policy):
     env = task(policy, 1)
     menv = mj.MujocoLocomotion(env, 1, mjcf=MENAGERIE, verbose=False)
     assert any("mesh" in msg for msg in menv.messages)
-    m = menv.models[0]
+    m = menv.model
     assert not any(m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH for g in range(m.ngeom))
     assert len(menv.ground) == 1 and len(set(menv.feet)) == 4
     names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(np.flatnonzero(m.jnt_qposadr == a)[0]))
@@ -104,7 +104,7 @@ def test_go1_runs_in_mujoco_with_its_per_actuator_torque_limits():
         warnings.simplefilter("ignore", moreau.ModelWarning)
         env = Locomotion(robot="go1", num_envs=1, push_robots=False, n_threads=1)
     menv = mj.MujocoLocomotion(env, 1, mjcf=moreau.asset("unitree_go1/go1.xml"), verbose=False)
-    m = menv.models[0]
+    m = menv.model
     np.testing.assert_allclose(m.actuator_forcerange[menv.act, 1], [23.7, 23.7, 35.55] * 4)
     assert [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in menv.feet] == ["FL", "FR", "RL", "RR"]
     q, v = default_state(env)
@@ -116,14 +116,54 @@ def test_go1_runs_in_mujoco_with_its_per_actuator_torque_limits():
     assert 0.25 < min(heights[25:]) and max(heights[25:]) < 0.33, (min(heights[25:]), max(heights[25:]))
 
 
-def test_terrain_tasks_are_refused():
-    """The evaluator runs flat ground only: a task on generated terrain is an error that says so,
-    not an evaluation on the plane."""
-    from moreau.tasks.locomotion import Locomotion
+def test_terrain_tasks_run_on_the_same_heightfield():
+    """On generated terrain each MuJoCo environment stands on its own tile of the task's
+    heightfield (exported, or added to the Menagerie's file): moreau's state round-trips through
+    MuJoCo's world coordinates, the observation (with the 187 height samples) is the task's, the
+    robot under zero actions rests on its platform as in moreau (MuJoCo's soft feet sink a little
+    more), and the metrics come per terrain type and level."""
+    terrain = dict(num_levels=2, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0, max_init_level=1)
+    n = 4
+    env = Locomotion(num_envs=n, n_threads=1, terrain=terrain, measure_heights=True, terrain_curriculum=False,
+                     contact="hard", push_robots=False, randomize_friction=False, randomize_base_mass=False,
+                     reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), dtype=torch.float64)
+    assert len(set(map(tuple, env.origin[:, :2].tolist()))) == n  # four tiles
+    for mjcf in (None, MENAGERIE):
+        menv = mj.MujocoLocomotion(env, n, mjcf=mjcf, seed=2, verbose=False)
+        assert [menv.model.geom_type[g] for g in menv.ground] == [mujoco.mjtGeom.mjGEOM_HFIELD]
+        q, v = menv.moreau_state()
+        np.testing.assert_allclose(q, env.q.numpy(), atol=1e-12)  # the same start, tile-relative
+        np.testing.assert_allclose([d.qpos[0:2] for d in menv.datas], env.origin[:, :2].numpy(), atol=1e-12)
+        t = torch.as_tensor
+        ref = env.compute_observations(t(q), t(v), t(menv.commands), t(menv.last_actions), t(menv.gait_phase))
+        assert ref.shape == (n, 48 + 187)
+        np.testing.assert_allclose(menv.observe(), ref.numpy(), atol=1e-6)
+        zero = np.zeros((n, 12))
+        mr = Locomotion(num_envs=n, n_threads=1, terrain=terrain, measure_heights=True, terrain_curriculum=False,
+                        contact="hard", push_robots=False, randomize_friction=False, randomize_base_mass=False,
+                        reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), dtype=torch.float64)
+        with torch.no_grad():
+            for _ in range(50):  # 1 s
+                _, _, done, _ = menv.step(zero)
+                assert not done.any()
+                mr.step(torch.zeros(n, 12))
+        h_mj = menv.moreau_state()[0][:, 2] - env.origin[:, 2].numpy()
+        h_mr = (mr.q[:, 2] - mr.origin[:, 2]).numpy()
+        assert (np.abs(h_mj - h_mr) < 0.03).all(), (h_mj, h_mr)
+    res = mj.evaluate_mujoco(menv, lambda obs: torch.zeros(obs.shape[0], 12), 0.2)
+    rows = res["terrain"]
+    assert sum(r["envs"] for r in rows) == n and res["falls"] == 0
+    assert sum(r["lin_vel_error"] * r["envs"] for r in rows) / n == pytest.approx(res["lin_vel_error"], rel=1e-9)
+
+
+def test_a_robot_file_with_its_own_floor_is_refused_on_terrain(tmp_path):
     terrain = dict(num_levels=2, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0)
-    env = Locomotion(num_envs=2, n_threads=1, terrain=terrain, measure_heights=True)
-    with pytest.raises(ValueError, match="generated terrain"):
-        mj.MujocoLocomotion(env, 1, verbose=False)
+    env = Locomotion(num_envs=1, n_threads=1, terrain=terrain, measure_heights=True, terrain_curriculum=False)
+    scene = tmp_path / "scene.xml"
+    with open(MENAGERIE) as f:
+        scene.write_text(f.read().replace("<worldbody>", '<worldbody><geom type="plane" size="5 5 0.1"/>', 1))
+    with pytest.raises(ValueError, match="has a ground of its own"):
+        mj.MujocoLocomotion(env, 1, mjcf=str(scene), verbose=False)
 
 
 def test_standing_matches_moreau(policy):

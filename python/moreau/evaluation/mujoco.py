@@ -24,13 +24,18 @@ solver and soft-contact parameters), with the model's joint limits, damping and 
 scale and motor strength are not drawn there: MuJoCo runs the nominal drives). With ``--mjcf FILE`` a
 user's MJCF as it is, except: ``<mesh>`` assets and mesh geoms are dropped (visual only; MuJoCo
 refuses a missing mesh file), actuators become motors driven by the task's PD torques, and a
-ground plane is added when the file has none. Joints are mapped to moreau's order by name; the
+ground plane is added when the file has none. On generated terrain (the task's ``terrain``) the
+ground is the task's heightfield instead, as ``export_mjcf`` writes it (an ``<hfield>``; added to
+a user's file, which must then have no plane of its own), each environment's robot placed on its
+tile (the task's ``origin``: moreau's x, y are relative to it, MuJoCo's are world coordinates)
+and seeing the task's height samples. Joints are mapped to moreau's order by name; the
 feet are the geoms named like the robot configuration's feet (moreau.tasks.robots), else the
 sphere geoms of the four ``*_SHANK`` / ``*_FOOT`` bodies (ANYmal C's Menagerie file). The task's
 torque limits (one or one per actuator) bound the motors.
 
-One ``MjData`` per environment (and one ``MjModel``, for its friction and base mass), stepped in
-a Python loop; the policy is evaluated batched in torch at each control step.
+One ``MjModel`` and one ``MjData`` per environment, stepped in a Python loop, each environment's
+friction and base mass written into the model before its steps; the policy is evaluated
+batched in torch at each control step.
 """
 from __future__ import annotations
 
@@ -47,6 +52,8 @@ import torch
 import mujoco
 
 import moreau
+
+from .metrics import LocomotionMetrics
 
 __all__ = ["MujocoLocomotion", "load_robot_xml", "mujoco_observation", "evaluate_mujoco", "main"]
 
@@ -104,19 +111,38 @@ def _with_ground_plane(xml: str) -> str:
                   count=1)
 
 
+def _with_heightfield(xml: str, exported: str) -> str:
+    """``xml`` with the ``<hfield>`` asset and its geom of moreau's export ``exported``."""
+    asset = re.search(r'<hfield name="terrain"[^>]*/>', exported).group(0)
+    geom = re.search(r'<geom name="terrain" type="hfield"[^>]*/>', exported).group(0)
+    xml = re.sub(r"<worldbody>", "<worldbody>\n    " + geom.replace("\\", "\\\\"), xml, count=1)
+    return re.sub(r"</mujoco>\s*$", "  <asset>\n    " + asset + "\n  </asset>\n</mujoco>\n", xml, count=1)
+
+
 def load_robot_xml(model: "moreau.Model", mjcf: Optional[str] = None, verbose: bool = True):
     """(MJCF text ready for MuJoCo, whether it is moreau's export, messages): ``export_mjcf(model)``
-    with a ground plane, or the file ``mjcf`` with its meshes dropped and a ground plane added
-    when it has none (actuators and contacts are set on the compiled model, ``_prepare``)."""
+    with a ground plane (or its heightfield), or the file ``mjcf`` with its meshes dropped and a
+    ground plane added when it has none, or the model's heightfield (actuators and contacts are
+    set on the compiled model, ``_prepare``)."""
     msgs: List[str] = []
+    terrain = model.hfield_nx > 0
     if mjcf is None:
-        return _with_ground_plane(moreau.export_mjcf(model)), True, msgs
+        xml = moreau.export_mjcf(model)
+        return (xml if terrain else _with_ground_plane(xml)), True, msgs
     with open(mjcf) as f:
         xml = f.read()
     xml, dropped = _strip_meshes(xml)
     if dropped:
         msgs.append(f"{mjcf}: dropped {dropped} mesh/texture elements (visual only; the mesh files are not needed)")
-    if not re.search(r'type\s*=\s*"plane"', xml):
+    has_plane = re.search(r'type\s*=\s*"plane"', xml) is not None
+    if terrain:
+        if has_plane or re.search(r'type\s*=\s*"hfield"', xml):
+            raise ValueError(f"moreau.evaluation.mujoco: {mjcf}: the task runs on generated terrain, which the "
+                             f"evaluator adds as the ground; the file has a ground of its own (a plane or "
+                             f"heightfield geom): give the robot without it")
+        xml = _with_heightfield(xml, moreau.export_mjcf(model))
+        msgs.append(f"{mjcf}: the task's heightfield added as the ground")
+    elif not has_plane:
         xml = _with_ground_plane(xml)
         msgs.append(f"{mjcf}: no ground plane; added one")
     if verbose:
@@ -145,23 +171,29 @@ class MujocoLocomotion:
     def __init__(self, env, num_envs: int, mjcf: Optional[str] = None, seed: int = 1, verbose: bool = True):
         self.env = env
         self.cfg = c = env.cfg
-        if c.terrain is not None:
-            raise ValueError("moreau.evaluation.mujoco: the task runs on generated terrain (its 'terrain' option); "
-                             "the MuJoCo evaluator runs on flat ground only (export_mjcf writes the heightfield, "
-                             "but the environments' tiles, curriculum and height samples are not carried over)")
         self.num_envs = n = int(num_envs)
+        if n != env.num_envs:
+            raise ValueError(f"moreau.evaluation.mujoco: {n} MuJoCo environments for a task of {env.num_envs} (its "
+                             f"tiles, observations and metrics are per environment)")
+        # each environment's origin in MuJoCo's world: its tile's on generated terrain (fixed: the
+        # evaluation's task has no level curriculum), else 0
+        self.origin = np.zeros((n, 3))
+        if c.terrain is not None:
+            if c.terrain_curriculum:
+                raise ValueError("moreau.evaluation.mujoco: a task with the terrain curriculum on (evaluate with "
+                                 "moreau.evaluation.evaluate's task, whose levels stay)")
+            self.origin[:] = env.origin.double().cpu().numpy()
         self.dt = env.dt
         self.rng = np.random.default_rng(seed)
         mmodel = env.sim.model
         self.torque_limit = env.torque_limit.double().cpu().numpy()  # one per actuator
         xml, self.exported, self.messages = load_robot_xml(mmodel, mjcf, verbose)
         self.xml = xml
-        self.models = [self._prepare(_compile(xml, mjcf)) for _ in range(n)]
-        m0 = self.models[0]
+        self.model = m0 = self._prepare(_compile(xml, mjcf))
         self.decimation = max(1, int(round(self.dt / m0.opt.timestep)))
         if abs(self.decimation * m0.opt.timestep - self.dt) > 1e-9:
             raise ValueError(f"MuJoCo timestep {m0.opt.timestep} does not divide the control period {self.dt}")
-        self.datas = [mujoco.MjData(m) for m in self.models]
+        self.datas = [mujoco.MjData(m0) for _ in range(n)]
         self.base_mass0 = float(m0.body_mass[self.base_body])
         self.friction0 = m0.geom_friction[:, 0].copy()
         self.default_dof_pos = env.default_dof_pos.double().cpu().numpy()
@@ -235,7 +267,8 @@ class MujocoLocomotion:
                 g = cands[0]
             self.feet.append(g)
         self.feet = np.array(self.feet)
-        self.ground = [k for k in range(m.ngeom) if m.geom_type[k] == mujoco.mjtGeom.mjGEOM_PLANE]
+        self.ground = [k for k in range(m.ngeom) if m.geom_type[k] == mujoco.mjtGeom.mjGEOM_PLANE
+                       or m.geom_type[k] == mujoco.mjtGeom.mjGEOM_HFIELD]
         if self.exported:  # the benchmarks' settings (bench/bench_util.h MujocoRunner)
             for k in range(m.ngeom):
                 on = k in self.feet or k in self.ground
@@ -255,16 +288,18 @@ class MujocoLocomotion:
         ids = range(self.num_envs) if env_ids is None else env_ids
         q = np.stack([np.concatenate([self.datas[i].qpos[self.free_qadr:self.free_qadr + 7],
                                       self.datas[i].qpos[self.qadr]]) for i in ids])
+        q[:, 0:2] -= self.origin[list(ids), 0:2]  # relative to the environment's tile
         v = np.stack([np.concatenate([self.datas[i].qvel[self.free_vadr:self.free_vadr + 6],
                                       self.datas[i].qvel[self.vadr]]) for i in ids])
         return q, v
 
     def set_moreau_state(self, i: int, q: np.ndarray, v: np.ndarray) -> None:
         """Sets environment ``i``'s MuJoCo state from moreau's (q, v)."""
-        d, m = self.datas[i], self.models[i]
+        d, m = self.datas[i], self.use_params(i)
         d.qpos[:] = m.qpos0
         d.qvel[:] = 0.0
         d.qpos[self.free_qadr:self.free_qadr + 7] = q[:7]
+        d.qpos[self.free_qadr:self.free_qadr + 2] += self.origin[i, 0:2]
         d.qpos[self.qadr] = q[7:]
         d.qvel[self.free_vadr:self.free_vadr + 6] = v[:6]
         d.qvel[self.vadr] = v[6:]
@@ -298,18 +333,22 @@ class MujocoLocomotion:
         if c.randomize_base_mass:
             a = self._u(*c.added_mass_range, n)
             self.added_base_mass[mask] = a[mask]
-        for i in np.flatnonzero(mask):
-            m = self.models[i]
-            m.body_mass[self.base_body] = self.base_mass0 + self.added_base_mass[i]
-            if c.randomize_friction or self.friction[i] != 1.0 or self.exported:
-                for g in list(self.feet) + self.ground:  # contact friction: the larger of the pair's
-                    m.geom_friction[g, 0] = self.friction[i]
+
+    def use_params(self, i: int) -> "mujoco.MjModel":
+        """The model with environment ``i``'s base mass and friction written in (before its steps)."""
+        m, c = self.model, self.cfg
+        m.body_mass[self.base_body] = self.base_mass0 + self.added_base_mass[i]
+        m.geom_friction[:, 0] = self.friction0
+        if c.randomize_friction or self.friction[i] != 1.0 or self.exported:
+            for g in list(self.feet) + self.ground:  # contact friction: the larger of the pair's
+                m.geom_friction[g, 0] = self.friction[i]
+        return m
 
     def reset_envs(self, mask: np.ndarray) -> None:
         c, n = self.cfg, self.num_envs
         self._sample_params(mask)
         for i in np.flatnonzero(mask):
-            q = np.concatenate([[0.0, 0.0, c.init_base_height, 1.0, 0.0, 0.0, 0.0],
+            q = np.concatenate([[0.0, 0.0, c.init_base_height + self.origin[i, 2], 1.0, 0.0, 0.0, 0.0],
                                 self.default_dof_pos * self._u(*c.reset_dof_scale_range, len(self.default_dof_pos))])
             v = np.zeros(6 + len(self.default_dof_pos))
             v[:6] = self._u(-c.reset_base_vel, c.reset_base_vel, 6)
@@ -338,7 +377,7 @@ class MujocoLocomotion:
         q0, v0 = self.moreau_state()
         targets = self.default_dof_pos + c.action_scale * actions
         for i in range(n):
-            m, d = self.models[i], self.datas[i]
+            m, d = self.use_params(i), self.datas[i]
             for _ in range(self.decimation):
                 d.ctrl[self.act] = self.pd_torque(i, targets[i])
                 mujoco.mj_step(m, d)
@@ -372,14 +411,6 @@ class MujocoLocomotion:
         obs_before = np.where(done[:, None], obs_before, obs)
         return obs, reward, done, {"time_outs": time_out, "failures": failed, "obs_before_reset": obs_before}
 
-    def foot_clearance(self) -> np.ndarray:
-        """(num_envs, 4) height of each foot sphere's bottom above the ground (LF, RF, LH, RH)."""
-        out = np.zeros((self.num_envs, len(self.feet)))
-        for i, (m, d) in enumerate(zip(self.models, self.datas)):
-            mujoco.mj_kinematics(m, d)
-            out[i] = d.geom_xpos[self.feet, 2] - m.geom_size[self.feet, 0]
-        return out
-
 
 def mujoco_observation(menv: MujocoLocomotion, commands: np.ndarray, last_actions: np.ndarray,
                        phase: np.ndarray) -> np.ndarray:
@@ -399,45 +430,26 @@ def mujoco_observation(menv: MujocoLocomotion, commands: np.ndarray, last_action
 def evaluate_mujoco(menv: MujocoLocomotion, policy: Callable[[torch.Tensor], torch.Tensor],
                     seconds: float) -> Dict[str, float]:
     """Runs ``policy`` on ``menv`` for ``seconds``; moreau.evaluation.metrics' locomotion metrics
-    (same definitions: mean reward per step, falls per minute, planar and yaw-rate errors of each
-    step's end state, and with a gait clock the foot pattern, from MuJoCo's foot positions)."""
-    env, c = menv.env, menv.cfg
+    (``LocomotionMetrics`` on the task: mean reward per step, falls per minute, planar and yaw-rate
+    errors of each step's end state, with a gait clock the foot pattern, on generated terrain per
+    terrain type and level), of the MuJoCo states. The task's simulator is not stepped: its state
+    is set to MuJoCo's after each step, for the foot pattern."""
+    env = menv.env
+    tk = dict(dtype=env.dtype, device=env.device)
+    metrics = LocomotionMetrics(env)
     obs = menv.observe()
-    steps = max(1, int(round(seconds / menv.dt)))
-    n = menv.num_envs
-    s = c.obs_scales
-    clock = c.gait_frequency > 0
-    tot = dict(rew=0.0, falls=0, time_outs=0, lin_err=0.0, ang_err=0.0, sync=0.0, trot=0.0, stance=0.0)
     params = list(policy.parameters()) if isinstance(policy, torch.nn.Module) else []
     pdtype, pdev = (params[0].dtype, params[0].device) if params else (env.dtype, env.device)
     t0 = time.perf_counter()
-    for _ in range(steps):
-        cmd = menv.commands.copy()
+    for _ in range(max(1, int(round(seconds / menv.dt)))):
+        cmd = torch.as_tensor(menv.commands, **tk)
         act = policy(torch.as_tensor(obs, dtype=pdtype, device=pdev)).double().cpu().numpy()
         obs, rew, done, info = menv.step(act)
-        tot["rew"] += float(rew.sum())
-        tot["falls"] += int((done & ~info["time_outs"]).sum())
-        tot["time_outs"] += int(info["time_outs"].sum())
-        ob = info["obs_before_reset"]
-        lin, ang = ob[:, 0:3] / s["lin_vel"], ob[:, 3:6] / s["ang_vel"]
-        tot["lin_err"] += float(np.linalg.norm(cmd[:, :2] - lin[:, :2], axis=1).sum())
-        tot["ang_err"] += float(np.abs(cmd[:, 2] - ang[:, 2]).sum())
-        if clock:
-            f = menv.foot_clearance() < c.foot_contact_height
-            diag = (f[:, 0] == f[:, 3]) & (f[:, 1] == f[:, 2])
-            tot["sync"] += float(diag.sum())
-            tot["trot"] += float((diag & (f[:, 0] != f[:, 1])).sum())
-            tot["stance"] += float(f.mean(1).sum())
-    samples = steps * n
-    minutes = samples * menv.dt / 60.0
-    res = {"sim_wall_time": time.perf_counter() - t0, "env_steps": samples, "num_envs": n,
-           "seconds": steps * menv.dt, "mean_reward": tot["rew"] / samples,
-           "falls_per_minute": tot["falls"] / minutes, "falls": tot["falls"], "time_outs": tot["time_outs"],
-           "lin_vel_error": tot["lin_err"] / samples, "yaw_rate_error": tot["ang_err"] / samples}
-    if clock:
-        res.update(trot_fraction=tot["trot"] / samples, diagonal_sync=tot["sync"] / samples,
-                   stance_fraction=tot["stance"] / samples)
-    return res
+        env.q = torch.as_tensor(menv.moreau_state()[0], **tk)
+        metrics.update(torch.as_tensor(rew, **tk), torch.as_tensor(done, device=env.device),
+                       {"time_outs": torch.as_tensor(info["time_outs"], device=env.device),
+                        "obs_before_reset": torch.as_tensor(info["obs_before_reset"], **tk)}, cmd)
+    return {"sim_wall_time": time.perf_counter() - t0, **metrics.result()}
 
 
 def run(checkpoint: str, mjcf: Optional[str] = None, seconds: float = 20.0, num_envs: int = 16, seed: int = 1,
