@@ -115,8 +115,9 @@ def _with_heightfield(xml: str, exported: str) -> str:
     """``xml`` with the ``<hfield>`` asset and its geom of moreau's export ``exported``."""
     asset = re.search(r'<hfield name="terrain"[^>]*/>', exported).group(0)
     geom = re.search(r'<geom name="terrain" type="hfield"[^>]*/>', exported).group(0)
-    xml = re.sub(r"<worldbody>", "<worldbody>\n    " + geom.replace("\\", "\\\\"), xml, count=1)
-    return re.sub(r"</mujoco>\s*$", "  <asset>\n    " + asset + "\n  </asset>\n</mujoco>\n", xml, count=1)
+    xml = xml.replace("<worldbody>", "<worldbody>\n    " + geom, 1)
+    end = xml.rindex("</mujoco>")
+    return xml[:end] + "  <asset>\n    " + asset + "\n  </asset>\n" + xml[end:]
 
 
 def load_robot_xml(model: "moreau.Model", mjcf: Optional[str] = None, verbose: bool = True):
