@@ -278,3 +278,14 @@ def test_robot_self_collisions_cover_mujocos_contacts(path):
         mujoco.mj_forward(m, d)
         seen |= _mujoco_body_pairs(m, d)
     assert seen and seen <= ours, sorted(map(sorted, seen - ours))
+
+
+def test_task_config_puts_a_flat_policy_on_terrain():
+    """``run(task_config=...)`` (``--task-config``) changes the task for both engines as
+    moreau.evaluation.evaluate's does: the shipped flat-ground policy on a generated terrain,
+    metrics per terrain type and level from MuJoCo and from moreau."""
+    terrain = dict(num_levels=2, num_types=5, proportions=[1, 1, 1, 1, 1], border=2.0)
+    res = mj.run(POLICY, num_envs=2, seconds=0.2, verbose=False, task_config={"terrain": terrain})
+    assert res["task_config_overrides"] == {"terrain": terrain}
+    for engine in ("mujoco", "moreau"):
+        assert sum(r["envs"] for r in res[engine]["terrain"]) == 2, engine

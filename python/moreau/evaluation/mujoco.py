@@ -455,15 +455,17 @@ def evaluate_mujoco(menv: MujocoLocomotion, policy: Callable[[torch.Tensor], tor
 
 def run(checkpoint: str, mjcf: Optional[str] = None, seconds: float = 20.0, num_envs: int = 16, seed: int = 1,
         command: Optional[Sequence[float]] = None, push: bool = True, moreau_eval: bool = True,
-        contact: str = "hard", randomize: bool = True, verbose: bool = True, sim_threads: int = 1) -> Dict:
-    """The function behind the command line: {"mujoco": metrics, "moreau": metrics or None, ...}."""
+        contact: str = "hard", randomize: bool = True, verbose: bool = True, sim_threads: int = 1,
+        task_config: Optional[Dict] = None) -> Dict:
+    """The function behind the command line: {"mujoco": metrics, "moreau": metrics or None, ...};
+    ``task_config``: task options over the checkpoint's (moreau.evaluation.evaluate's)."""
     from ..trainers.checkpoints import load_policy
     from .evaluate import eval_env, evaluate
     policy = load_policy(checkpoint)
     meta = policy.meta["env"]
     if (meta.get("task") or "locomotion") != "locomotion":
         raise SystemExit("moreau.evaluation.mujoco: a locomotion checkpoint is needed")
-    kw = dict(command=command, push=push)
+    kw = dict(command=command, push=push, task_config=task_config)
     if not randomize:
         kw.update(friction=1.0, added_mass=0.0)
     # the task (configuration, default pose, reward terms) for MuJoCo; its simulator is not stepped
@@ -487,7 +489,8 @@ def run(checkpoint: str, mjcf: Optional[str] = None, seconds: float = 20.0, num_
         res_mr["wall_time"] = time.perf_counter() - t0
     return {"checkpoint": checkpoint, "robot": mjcf or "export_mjcf", "num_envs": num_envs, "seconds": seconds,
             "seed": seed, "command": list(command) if command is not None else None, "pushes": push,
-            "contact": contact, "mujoco_version": mujoco.__version__, "messages": menv.messages,
+            "contact": contact, "task_config_overrides": task_config, "mujoco_version": mujoco.__version__,
+            "messages": menv.messages,
             "mujoco": res_mj, "moreau": res_mr}
 
 
@@ -504,6 +507,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-randomize", action="store_true", help="friction 1 and no added base mass")
     p.add_argument("--contact", default="hard", help="moreau's contact mode (default hard)")
     p.add_argument("--no-moreau", action="store_true", help="MuJoCo only")
+    p.add_argument("--task-config", default=None, metavar="JSON",
+                   help="task options over the checkpoint's, e.g. '{\"terrain\": {}}' (a flat-ground policy on "
+                        "legged_gym's terrain)")
     p.add_argument("--json", default=None, metavar="PATH")
     p.add_argument("--torch-threads", type=int, default=1)
     p.add_argument("--sim-threads", type=int, default=1, help="moreau's simulator CPU threads (0 = all cores)")
@@ -512,7 +518,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(a.torch_threads)
     res = run(a.checkpoint, mjcf=a.mjcf, seconds=a.seconds, num_envs=a.num_envs, seed=a.seed, command=a.command,
               push=not a.no_push, moreau_eval=not a.no_moreau, contact=a.contact, randomize=not a.no_randomize,
-              sim_threads=a.sim_threads)
+              sim_threads=a.sim_threads, task_config=json.loads(a.task_config) if a.task_config else None)
     if a.json:
         text = json.dumps(res, indent=2)
         if a.json == "-":
