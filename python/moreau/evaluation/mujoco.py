@@ -33,9 +33,9 @@ feet are the geoms named like the robot configuration's feet (moreau.tasks.robot
 sphere geoms of the four ``*_SHANK`` / ``*_FOOT`` bodies (ANYmal C's Menagerie file). The task's
 torque limits (one or one per actuator) bound the motors.
 
-One ``MjModel`` and one ``MjData`` per environment, stepped in a Python loop, each environment's
-friction and base mass written into the model before its steps; the policy is evaluated
-batched in torch at each control step.
+One ``MjModel`` for all environments, each environment's friction and base mass written into it
+before that environment's steps, and one ``MjData`` per environment, stepped in a Python loop;
+the policy is evaluated batched in torch at each control step.
 """
 from __future__ import annotations
 
