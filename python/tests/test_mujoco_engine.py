@@ -124,9 +124,10 @@ def test_terrain_tasks_run_on_the_same_heightfield():
     more), and the metrics come per terrain type and level."""
     terrain = dict(num_levels=2, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0, max_init_level=1)
     n = 4
-    env = Locomotion(num_envs=n, n_threads=1, terrain=terrain, measure_heights=True, terrain_curriculum=False,
-                     contact="hard", push_robots=False, randomize_friction=False, randomize_base_mass=False,
-                     reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), dtype=torch.float64)
+    kw = dict(num_envs=n, n_threads=1, terrain=terrain, measure_heights=True, terrain_curriculum=False,
+              contact="hard", push_robots=False, randomize_friction=False, randomize_base_mass=False,
+              reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), dtype=torch.float64)
+    env = Locomotion(**kw)
     assert len(set(map(tuple, env.origin[:, :2].tolist()))) == n  # four tiles
     for mjcf in (None, MENAGERIE):
         menv = mj.MujocoLocomotion(env, n, mjcf=mjcf, seed=2, verbose=False)
@@ -139,9 +140,7 @@ def test_terrain_tasks_run_on_the_same_heightfield():
         assert ref.shape == (n, 48 + 187)
         np.testing.assert_allclose(menv.observe(), ref.numpy(), atol=1e-6)
         zero = np.zeros((n, 12))
-        mr = Locomotion(num_envs=n, n_threads=1, terrain=terrain, measure_heights=True, terrain_curriculum=False,
-                        contact="hard", push_robots=False, randomize_friction=False, randomize_base_mass=False,
-                        reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), dtype=torch.float64)
+        mr = Locomotion(**kw)  # the same start, stepped by moreau
         with torch.no_grad():
             for _ in range(50):  # 1 s
                 _, _, done, _ = menv.step(zero)
