@@ -340,6 +340,37 @@ def test_locomotion_on_rough_terrain():
     assert torch.isfinite(q.grad).all() and q.grad.abs().sum() > 0
 
 
+def test_terrain_tiles_resume_from_the_schedule_state():
+    """The schedule state carries each environment's tile: a task loading it puts every
+    environment back on its tile (origin, standing height, observation); a full reset starts
+    episodes without moving any tile, even late in training; tiles saved for another number of
+    environments are refused with a warning."""
+    from moreau.tasks.locomotion import Locomotion
+    kw = dict(contact="hard", terrain=dict(num_levels=4, num_types=5, proportions=(1, 1, 1, 1, 1), border=2.0,
+                                           max_init_level=0), measure_heights=True, push_robots=False,
+              reset_base_vel=0.0, reset_dof_scale_range=(1.0, 1.0), n_threads=1, dtype=torch.float64)
+    e = Locomotion(num_envs=10, seed=1, **kw)
+    assert (e.levels == 0).all()
+    e.levels = torch.tensor([0, 1, 2, 3, 3, 2, 1, 0, 1, 2])
+    e.common_step_counter = 1000
+    e.reset()  # nobody walked: the curriculum would move every tile down
+    assert e.levels.tolist() == [0, 1, 2, 3, 3, 2, 1, 0, 1, 2]
+    state = e.schedule_state()
+    assert state["terrain_levels"] == e.levels.tolist() and state["terrain_cols"] == e.cols.tolist()
+    f = Locomotion(num_envs=10, seed=2, **kw)
+    f.load_schedule_state(state)
+    assert f.levels.tolist() == e.levels.tolist() and f.common_step_counter == 1000
+    torch.testing.assert_close(f.origin, torch.from_numpy(f.terrain.tile_origin)[f.levels, f.cols])
+    torch.testing.assert_close(f.q[:, 2], 0.6 + f.origin[:, 2])
+    heights = f.obs[:, -187:] / 5.0  # the samples see the restored tile's platform
+    torch.testing.assert_close(heights, (f.q[:, 2:3] - 0.5 - f.origin[:, 2:3]).clamp(-1, 1).expand(-1, 187),
+                               rtol=0, atol=1e-9)
+    g = Locomotion(num_envs=5, seed=2, **kw)
+    with pytest.warns(UserWarning, match="terrain tiles saved for 10 environments, not 5"):
+        g.load_schedule_state(state)
+    assert (g.levels == 0).all()
+
+
 @pytest.mark.parametrize("preset", ["rough", "trot_rough"])
 def test_rough_presets_build_and_step(preset):
     """The rough-terrain presets: legged_gym's full terrain (10 x 20 tiles of 8 m), height samples,

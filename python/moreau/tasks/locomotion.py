@@ -564,19 +564,37 @@ class Locomotion(DiffEnv):
             stats["terrain_level"] = self.levels.to(torch.float64).mean()
         return stats
 
-    def schedule_state(self) -> Dict[str, float]:
-        """What the task's schedules (pushes, command curriculum) need to go on after a resume
-        (Python numbers: a host read with the gated curriculum)."""
-        return {"common_step_counter": self.common_step_counter, "curriculum_samples": float(self.curriculum_samples),
-                "curriculum_tracking": float(self.curriculum_tracking)}
+    def schedule_state(self) -> Dict[str, Any]:
+        """What the task's schedules (pushes, command curriculum, terrain curriculum) need to go on
+        after a resume (Python numbers and, on generated terrain, each environment's tile as
+        ``terrain_levels`` and ``terrain_cols``: host reads)."""
+        state = {"common_step_counter": self.common_step_counter, "curriculum_samples": float(self.curriculum_samples),
+                 "curriculum_tracking": float(self.curriculum_tracking)}
+        if self.terrain is not None:
+            state["terrain_levels"] = self.levels.tolist()
+            state["terrain_cols"] = self.cols.tolist()
+        return state
 
-    def load_schedule_state(self, state: Dict[str, float]) -> None:
+    def load_schedule_state(self, state: Dict[str, Any]) -> None:
         """Inverse of ``schedule_state`` (a state with only ``common_step_counter``, as older
-        checkpoints give, counts every sample toward the curriculum)."""
+        checkpoints give, counts every sample toward the curriculum). Saved tiles put every
+        environment back on its tile, standing at its start (a new episode); a state without them,
+        or saved with another number of environments (a warning), leaves the tiles as they are."""
         self.common_step_counter = int(state["common_step_counter"])
         self.curriculum_samples = self._schedule_value(
             float(state.get("curriculum_samples", self.common_step_counter * self.num_envs)))
         self.curriculum_tracking = self._schedule_value(float(state.get("curriculum_tracking", 0.0)))
+        levels, cols = state.get("terrain_levels"), state.get("terrain_cols")
+        if self.terrain is None or levels is None:
+            return
+        if len(levels) != self.num_envs or len(cols) != self.num_envs:
+            warnings.warn(f"terrain tiles saved for {len(levels)} environments, not {self.num_envs}: every "
+                          f"environment starts on a tile of the initial levels again", stacklevel=2)
+            return
+        self.levels = torch.as_tensor(levels, dtype=self.levels.dtype, device=self.levels.device)
+        self.cols = torch.as_tensor(cols, dtype=self.cols.dtype, device=self.cols.device)
+        self.origin = self.terrain.origins(self.levels, self.cols).to(dtype=self.dtype)
+        self.reset()
 
     def _uniform_commands(self, scale) -> torch.Tensor:
         """Commands uniform in ``scale`` · ``command_ranges``, small planar ones set to 0."""
@@ -636,11 +654,13 @@ class Locomotion(DiffEnv):
         return (torch.where(m, q_new, q), torch.where(m, v_new, v),
                 torch.where(m, torch.zeros_like(last_actions), last_actions))
 
-    def reset_envs(self, mask: torch.Tensor) -> None:
+    def reset_envs(self, mask: torch.Tensor, curriculum: bool = True) -> None:
         """Resets the environments in the bool mask (num_envs,) (state, previous action, episode
-        length, command, randomised parameters); does not recompute the observation."""
+        length, command, randomised parameters); does not recompute the observation. With
+        ``curriculum``, the terrain curriculum first moves each one's tile by the episode that
+        ends (``reset``, which starts episodes without ending any, does not)."""
         mask = mask.to(self.device)
-        if self.terrain is not None and self.cfg.terrain_curriculum and self.common_step_counter > 0:
+        if self.terrain is not None and self.cfg.terrain_curriculum and curriculum and self.common_step_counter > 0:
             walked = self.q[:, :2].detach().norm(dim=1)  # from the environment's origin
             commanded = self.commands[:, :2].norm(dim=1) * self.cfg.episode_length_s
             levels = self.terrain.update_levels(self.levels, self.cols, walked, commanded, self.generator)
@@ -660,7 +680,7 @@ class Locomotion(DiffEnv):
         return dict(zip(self.episode_terms, self._episode_sums))
 
     def reset(self) -> torch.Tensor:
-        self.reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        self.reset_envs(torch.ones(self.num_envs, dtype=torch.bool, device=self.device), curriculum=False)
         self.obs = self.observe()
         return self.obs
 
