@@ -6,10 +6,13 @@
 # hard contact on every level of every terrain type (500 environments x 20 s, each on its own tile,
 # 10 per type and level: moreau.evaluation.evaluate) with the per-type, per-level metrics and plot,
 # and the policies and compressed logs in results/rough/<method>/; and the shipped flat-ground
-# SHAC policy on the same terrain (results/rough/flat_shac_walk/) as the baseline.
+# SHAC policy on the same terrain (results/rough/flat_shac_walk/) as the baseline. Method
+# shac_bodies is SHAC with the trunk's, thighs' and shanks' collision shapes against the terrain
+# (task option body_contacts, legged_gym's shapes; the trunk touching is a fall), evaluated so, and
+# the feet-and-knees SHAC policy evaluated with them too (results/rough/shac/eval_hard_bodies.json).
 # Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
 # --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
-# Usage: bash scripts/rough.sh [--until IT] [shac] [ppo]
+# Usage: bash scripts/rough.sh [--until IT] [shac] [ppo] [shac_bodies]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/run_results.sh
@@ -24,16 +27,23 @@ for method in "${methods[@]}"; do
   case "$method" in
     shac) python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_rough --seed 0 --logdir "$run" \
             --sim-threads 1 --torch-threads 1 --resume auto --no-progress ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
+    shac_bodies) python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_rough --task-config \
+            '{"body_contacts": true}' --seed 0 --logdir "$run" --sim-threads 1 --torch-threads 1 --resume auto \
+            --no-progress ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
     ppo) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough --contact hard \
             --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" --n-threads 1 \
             --torch-threads 1 --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
-    *) echo "scripts/rough.sh: expected shac or ppo, got '$method'" >&2; exit 2 ;;
+    *) echo "scripts/rough.sh: expected shac, ppo or shac_bodies, got '$method'" >&2; exit 2 ;;
   esac
 done
 wait
 for method in "${methods[@]}"; do
   publish_run "runs/rough_${method}_s0" "$out/$method" "$until" --num-envs 500
 done
+if [[ " ${methods[*]} " == *" shac_bodies "* ]] && [ ! -s "$out/shac/eval_hard_bodies.json" ]; then
+  python3 -W ignore::UserWarning -m moreau.evaluation.evaluate "$out/shac/policy.pt" --contact hard --num-envs 500 \
+    --task-config '{"body_contacts": true}' --json "$out/shac/eval_hard_bodies.json" --sim-threads 1
+fi
 flat="$out/flat_shac_walk"
 mkdir -p "$flat"
 [ -s "$flat/eval_hard.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
