@@ -115,17 +115,21 @@ MOREAU_HD S smooth_gate(S k, S g) {
   return S(1) / (S(1) + mexp(clamp(k * g, S(-100), S(50))));
 }
 
-// Body frames relative to the root's translation: world orientation, origin minus the base
-// position. Positions in the Jacobians stay small however far the robot has walked.
+// Body frames relative to the base position (body 0's, when it is free; else the world origin):
+// world orientation, origin minus the base position. Positions in the Jacobians stay small
+// however far the robot has walked. Another free root body's origin is its position minus the
+// base's.
 template <class S, class D>
 MOREAU_HD void relative_world_transforms(const ModelView<S, D>& m, const Workspace<S, D>& ws, Transform<S>* X0) {
+  const bool free_base = m.jnt_type[0] == kJointFree;
   for (int i = 0; i < m.nbody; ++i) {
     const int par = m.body_parent[i];
     if (par >= 0) {
       X0[i] = compose(ws.Xup[i], X0[par]);
     } else {
       X0[i] = ws.Xup[i];
-      if (m.jnt_type[i] == kJointFree) X0[i].r = Vec3<S>{0, 0, 0};
+      if (i == 0 && free_base) X0[i].r = Vec3<S>{0, 0, 0};
+      else if (free_base) X0[i].r = ws.Xup[i].r - ws.Xup[0].r;
     }
   }
 }
@@ -364,9 +368,11 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
     const int par = m.body_parent[i];
     if (par >= 0) {
       adj_compose(ws.Xup[i], X0[par], aw.Xup[i], adj_X0[par], adj_X0[i]);
-    } else {
+    } else {  // a root: X0.r = Xup.r, or Xup.r − the base's (relative_world_transforms)
       aw.Xup[i].E += adj_X0[i].E;
-      if (m.jnt_type[i] != kJointFree) aw.Xup[i].r += adj_X0[i].r;
+      if (i == 0 && m.jnt_type[0] == kJointFree) continue;
+      aw.Xup[i].r += adj_X0[i].r;
+      if (m.jnt_type[0] == kJointFree) aw.Xup[0].r += -adj_X0[i].r;
     }
   }
 }
