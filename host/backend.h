@@ -54,6 +54,7 @@ void for_each_model_array(const Model& m, kern::ModelView<S>& v, F&& f) {
   f(v.con_body, m.con_body);
   f(v.con_pos, m.con_pos);
   f(v.con_radius, m.con_radius);
+  f(v.pair_con, m.pair_con);
   f(v.hfield_height, m.hfield_height);
 }
 
@@ -101,6 +102,7 @@ struct PackedModel {
     v.nu = m.nu;
     v.nbody = m.nbody;
     v.ncon = m.ncon;
+    v.npair = m.npair;
     v.decimation = m.decimation;
     v.has_springs = std::any_of(m.jnt_stiffness.begin(), m.jnt_stiffness.end(), [](double k) { return k != 0; });
     v.njrow = joint_rows(m);

@@ -341,8 +341,9 @@ class MjcfParser {
       if (spec_.self_collisions.size() <= 6) listed += (listed.empty() ? "" : ", ") + weld_name[i] + "–" + weld_name[j];
     }
     if (!pairs.empty())
-      spec_.warnings.push_back("contacts between the robot's own bodies are not simulated (moreau's contacts are "
-                               "against the ground): MuJoCo collides " + std::to_string(pairs.size()) +
+      spec_.warnings.push_back("contacts between the robot's own bodies are not simulated unless asked "
+                               "(with_self_collisions: spheres and points, not box or cylinder faces): MuJoCo collides " +
+                               std::to_string(pairs.size()) +
                                " pair(s) of bodies here (Model.self_collisions): " + listed +
                                (pairs.size() > 6 ? ", ..." : ""));
   }

@@ -63,6 +63,38 @@ Model select_contacts(const Model& model, const std::vector<std::string>& names)
     m.con_radius.push_back(model.con_radius[k]);
   }
   m.ncon = static_cast<int>(names.size());
+  // pairs whose two points are both kept, renumbered
+  m.pair_con.clear();
+  for (int k = 0; k < model.npair; ++k) {
+    const int a = index_of(m.con_name, model.con_name[model.pair_con[2 * k]]);
+    const int b = index_of(m.con_name, model.con_name[model.pair_con[2 * k + 1]]);
+    if (a >= 0 && b >= 0) m.pair_con.insert(m.pair_con.end(), {a, b});
+  }
+  m.npair = static_cast<int>(m.pair_con.size() / 2);
+  return m;
+}
+
+Model with_self_collisions(const Model& model, const std::vector<std::pair<std::string, std::string>>& bodies) {
+  Model m = model;
+  m.pair_con.clear();
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const std::string where = "with_self_collisions: argument 'bodies': element " + std::to_string(i) + ": expected ";
+    int b[2];
+    const std::string* names[2] = {&bodies[i].first, &bodies[i].second};
+    for (int s = 0; s < 2; ++s) {
+      b[s] = model.body_index(*names[s]);
+      if (b[s] < 0) throw Error(where + "a body of " + model.source + ", got '" + *names[s] + "'");
+      if (std::find(model.con_body.begin(), model.con_body.end(), b[s]) == model.con_body.end())
+        throw Error(where + "bodies with contact points, got '" + *names[s] + "' (none)");
+    }
+    if (b[0] == b[1]) throw Error(where + "two different bodies, got '" + *names[0] + "' twice");
+    for (int ka = 0; ka < model.ncon; ++ka)
+      for (int kb = 0; kb < model.ncon; ++kb)
+        if (model.con_body[ka] == b[0] && model.con_body[kb] == b[1] &&
+            (model.con_radius[ka] > 0 || model.con_radius[kb] > 0))  // two points never touch
+          m.pair_con.insert(m.pair_con.end(), {ka, kb});
+  }
+  m.npair = static_cast<int>(m.pair_con.size() / 2);
   return m;
 }
 

@@ -65,23 +65,29 @@ enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3 };
 // The rows of a solve come in blocks: blocks 0..n−1 are contacts, three rows each (n, t1, t2) at
 // rows 3i..3i+2; blocks n..n+nj−1 have one row each, at rows 3n..3n+nj−1: the contacts' spin
 // rows (when μ_spin > 0), then the joint rows.
+// A row lives on one chain, or, for a contact between two bodies of the robot (a pair), on two:
+// J = J_a − J_b, stored as two halves, each a point Jacobian on one body's chain (the sign in
+// J_b's values). Half h of row r is at J + (r + h kRows) kChain over the chain of block
+// b + h kBlocks (b = row_block(r)); a block without a second half has nd[b + kBlocks] = 0.
+// Everything built from J is linear in it: Y, c = J v, G's blocks and the impulse's velocity sum
+// over the halves, each half on its own chain (row_halves).
 template <class S, class D = MaxDims>
 struct ContactScratch {
   int n;                            // active contacts
   int nj;                           // one-row blocks (spin rows, joint rows)
-  int con[D::kActive];              // contact i's model contact index
+  int con[D::kActive];              // contact i's model contact index; ncon + k for pair k
   int jdof[D::kBlocks];             // one-row block k's dof (joint rows)
   int jq[D::kBlocks];               // its coordinate in q (limits) or its contact (spin rows)
   int jkind[D::kBlocks];            // kRowLower, kRowUpper, kRowFriction or kRowSpin
   S jbound[D::kBlocks];             // friction loss: the bound h F; spin rows: μ_spin
-  int nd[D::kBlocks];               // dofs on block b's chain (dof_chain)
-  int dof[D::kBlocks * D::kChain];  // the chain root-first: dof[b kChain + t] has dof_depth t
+  int nd[D::kBlocks + D::kActive];  // dofs on block b's chain (dof_chain); a pair's second half's at b + kBlocks
+  int dof[(D::kBlocks + D::kActive) * D::kChain];  // the chain root-first: dof[b kChain + t] has dof_depth t
   S gap[D::kBlocks];                // contacts and limits; a spin row its contact's; 0 for friction loss
   S w[D::kBlocks];                  // smooth gate w(g); 1 otherwise
   // Row r over its block's chain at J + r kChain: entry t is column dof[t] of J (the row is zero
-  // off the chain).
-  S J[D::kRows * D::kChain];
-  S Y[D::kRows * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chain
+  // off the chain); a pair's second half at J + (r + kRows) kChain.
+  S J[(D::kRows + 3 * D::kActive) * D::kChain];
+  S Y[(D::kRows + 3 * D::kActive) * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chains
   S G[D::kRows * D::kRows];   // Delassus matrix, row stride solve_rows
   S c[D::kRows];
   S P[D::kRows];
@@ -95,6 +101,10 @@ template <class S, class D>
 MOREAU_HD int block_row(const ContactScratch<S, D>& cs, int b) { return b < cs.n ? 3 * b : b + 2 * cs.n; }
 template <class S, class D>
 MOREAU_HD int block_size(const ContactScratch<S, D>& cs, int b) { return b < cs.n ? 3 : 1; }
+// The halves of block b (1, or 2 for a pair); half h's chain is block b + h kBlocks, its rows
+// r + h kRows.
+template <class S, class D>
+MOREAU_HD int block_halves(const ContactScratch<S, D>& cs, int b) { return b < cs.n && cs.nd[b + D::kBlocks] > 0 ? 2 : 1; }
 // A contact's normal or a joint limit: a unilateral row with a gap (the first row of its block).
 template <class S, class D>
 MOREAU_HD bool unilateral(const ContactScratch<S, D>& cs, int b) {
@@ -173,6 +183,36 @@ MOREAU_HD void chain_axpy(const ContactScratch<S, D>& cs, int i, S a, const S* r
   for (int t = 0; t < cs.nd[i]; ++t) x[dof[t]] += a * row[t];
 }
 
+// Row r of A (laid out as cs.J: cs.J, cs.Y, their adjoints) times x over every dof: the sum over
+// its halves.
+template <class S, class D>
+MOREAU_HD S row_dot(const ContactScratch<S, D>& cs, int r, const S* A, const S* x) {
+  const int b = row_block(cs, r);
+  S s = chain_dot(cs, b, A + r * D::kChain, x);
+  if (block_halves(cs, b) == 2) s += chain_dot(cs, b + D::kBlocks, A + (r + D::kRows) * D::kChain, x);
+  return s;
+}
+
+// x += a (row r of A), over every dof.
+template <class S, class D>
+MOREAU_HD void row_axpy(const ContactScratch<S, D>& cs, int r, S a, const S* A, S* x) {
+  const int b = row_block(cs, r);
+  chain_axpy(cs, b, a, A + r * D::kChain, x);
+  if (block_halves(cs, b) == 2) chain_axpy(cs, b + D::kBlocks, a, A + (r + D::kRows) * D::kChain, x);
+}
+
+// Row r of A += a x restricted to the row's chains (the row of an outer product a xᵀ).
+template <class S, class D>
+MOREAU_HD void row_add_outer(const ContactScratch<S, D>& cs, int r, S a, const S* x, S* A) {
+  const int b = row_block(cs, r);
+  for (int h = 0; h < block_halves(cs, b); ++h) {
+    const int hb = b + h * D::kBlocks;
+    const int* dof = cs.dof + hb * D::kChain;
+    S* row = A + (r + h * D::kRows) * D::kChain;
+    for (int t = 0; t < cs.nd[hb]; ++t) row[t] += a * x[dof[t]];
+  }
+}
+
 // Each dof's velocity field in world axes (relative to the base): with S_d = (a, l) in the
 // frame of its body j, ω_d = R_j a and u_d = R_j l + o_j × ω_d, so that a point p of j's subtree
 // moves at u_d + ω_d × p per unit velocity of d (= R_j l + ω_d × (p − o_j)).
@@ -198,12 +238,41 @@ MOREAU_HD void point_jacobian(const ContactScratch<S, D>& cs, int i, const Vec3<
   }
 }
 
+// The active set's slot for a candidate with this gap: the next one, or when kActive are in, the
+// one with the largest gap if this one's is smaller (*dropped set), else −1 (*dropped set).
+template <class S, class D>
+MOREAU_HD int active_slot(ContactScratch<S, D>& cs, S gap, bool* dropped) {
+  if (cs.n < D::kActive) return cs.n++;
+  *dropped = true;
+  int i = 0;
+  for (int a = 1; a < cs.n; ++a)
+    if (cs.gap[a] > cs.gap[i]) i = a;
+  return gap < cs.gap[i] ? i : -1;
+}
+
+// A pair's two spheres, centres c_a, c_b (relative to the base), radii r_a, r_b: gap
+// |c_a − c_b| − r_a − r_b, normal n = (c_a − c_b)/|c_a − c_b| (from b to a) and the point midway
+// between the surfaces, p = (c_a + c_b)/2 + (r_b − r_a)/2 n. False where the centres coincide
+// (no normal).
+template <class S>
+MOREAU_HD bool pair_geometry(const Vec3<S>& ca, const Vec3<S>& cb, S ra, S rb, S& gap, Vec3<S>& n, Vec3<S>& p) {
+  const Vec3<S> d = ca - cb;
+  const S dist = msqrt(dot(d, d));
+  if (!(dist > S(1e-12))) return false;
+  n = (S(1) / dist) * d;
+  gap = dist - ra - rb;
+  p = S(0.5) * (ca + cb) + (S(0.5) * (rb - ra)) * n;
+  return true;
+}
+
 // Candidates at q_M: gaps of every contact point into con_gap (may be null), and the active
 // set with Jacobians. A point enters when its gap ≤ `threshold`; when kActive points are in, a
 // point with a smaller gap takes the place of the one with the largest (the deepest are kept).
-// With spin friction μ_spin > 0, a spin row per active contact after them (one-row blocks from
-// cs.nj, which the caller set): J_t = n · ω_d over the contact's chain. Returns whether a point
-// within the threshold was left out.
+// The model's pairs (two spheres on two bodies of the robot) enter the same way, after the
+// points: rows J = J_a − J_b, the relative velocity of the two bodies at the pair's point, in
+// two halves (ContactScratch). With spin friction μ_spin > 0, a spin row per active contact
+// with the ground after them (one-row blocks from cs.nj, which the caller set): J_t = n · ω_d over
+// the contact's chain. Returns whether a candidate within the threshold was left out.
 template <class S, class D>
 MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground<S>& ground,
                                   S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0)) {
@@ -226,16 +295,8 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     const S gap = (centre.z + base.z - height) * frame[0].z - m.con_radius[k];
     if (gaps) gaps[k] = gap;
     if (gap > threshold) continue;
-    int i = cs.n;
-    if (i == D::kActive) {
-      dropped = true;
-      i = 0;
-      for (int a = 1; a < cs.n; ++a)
-        if (cs.gap[a] > cs.gap[i]) i = a;
-      if (!(gap < cs.gap[i])) continue;
-    } else {
-      ++cs.n;
-    }
+    const int i = active_slot(cs, gap, &dropped);
+    if (i < 0) continue;
     tangents(frame[0], frame[1], frame[2]);
     const Vec3<S> p = centre - m.con_radius[k] * frame[0];
     cs.con[i] = k;
@@ -243,12 +304,36 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.w[i] = 1;
     normal[i] = frame[0];
     contact_chain(m, b, cs, i);
+    cs.nd[i + D::kBlocks] = 0;
     if (!columns) dof_world_columns(m, ws, X0, omega, u);
     columns = true;
     point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
   }
+  for (int k = 0; k < m.npair; ++k) {
+    const int ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1], ba = m.con_body[ka], bb = m.con_body[kb];
+    const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, vec3(m.con_pos + 3 * ka));
+    const Vec3<S> cb = X0[bb].r + mul_t(X0[bb].E, vec3(m.con_pos + 3 * kb));
+    Vec3<S> frame[3], p{0, 0, 0};
+    S gap = 0;
+    if (!pair_geometry(ca, cb, m.con_radius[ka], m.con_radius[kb], gap, frame[0], p) || gap > threshold) continue;
+    const int i = active_slot(cs, gap, &dropped);
+    if (i < 0) continue;
+    tangents(frame[0], frame[1], frame[2]);
+    cs.con[i] = m.ncon + k;
+    cs.gap[i] = gap;
+    cs.w[i] = 1;
+    normal[i] = frame[0];
+    contact_chain(m, ba, cs, i);
+    contact_chain(m, bb, cs, i + D::kBlocks);
+    if (!columns) dof_world_columns(m, ws, X0, omega, u);
+    columns = true;
+    point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
+    const Vec3<S> minus[3] = {-frame[0], -frame[1], -frame[2]};  // J_b = −(frame · v_b(p))
+    point_jacobian(cs, i + D::kBlocks, omega, u, p, minus, cs.J + (3 * i + D::kRows) * D::kChain);
+  }
   if (!(spin > 0)) return dropped;
   for (int i = 0; i < cs.n; ++i) {
+    if (cs.con[i] >= m.ncon) continue;  // a pair has no spin row
     const int k = cs.nj++, b = cs.n + k;
     cs.jq[k] = i;
     cs.jdof[k] = -1;
@@ -295,10 +380,61 @@ MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, in
     if (m.dof_frictionloss[d] > 0) add(d, -1, kRowFriction, S(0), h * scale * m.dof_frictionloss[d]);
 }
 
+// Adjoint of tangents: (t̄1, t̄2) into n̄. t2 = n × t1, t1 = t/|t| with t = n × a (a fixed
+// within the branch that picks it).
+template <class S>
+MOREAU_HD void adj_tangents(const Vec3<S>& n, const Vec3<S>& adj_t1, const Vec3<S>& adj_t2, Vec3<S>& adj_n) {
+  const Vec3<S> a = mabs(n.x) < S(0.9) ? Vec3<S>{1, 0, 0} : Vec3<S>{0, 1, 0};
+  const Vec3<S> t = cross(n, a);
+  const S len = msqrt(dot(t, t));
+  const Vec3<S> t1 = (S(1) / len) * t;
+  Vec3<S> at1 = adj_t1;
+  adj_cross(n, t1, adj_n, at1, adj_t2);
+  const Vec3<S> adj_t = (S(1) / len) * (at1 - dot(t1, at1) * t1);
+  Vec3<S> unused{0, 0, 0};
+  adj_cross(n, a, adj_n, unused, adj_t);
+}
+
+// Adjoint of point_jacobian's rows aJ (stride kChain) of point p on body b's chain, J_rd =
+// frame_r · (l_d + ω_d × (p − o_j)) for the dofs d of b and its ancestors j: into adj_l,
+// adj_omega, the origins in adj_X0, adj_p and, when adj_frame is not null, the frame.
+template <class S, class D>
+MOREAU_HD void adj_point_jacobian(const ModelView<S, D>& m, const Workspace<S, D>& ws, const Transform<S>* X0,
+                                  const Vec3<S>* omega, int b, const Vec3<S>& p, const Vec3<S>* frame, const S* aJ,
+                                  Vec3<S>* adj_l, Vec3<S>* adj_omega, Transform<S>* adj_X0, Vec3<S>& adj_p,
+                                  Vec3<S>* adj_frame) {
+  for (int j = b; j >= 0; j = m.body_parent[j]) {
+    const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
+    for (int d = d0; d < d0 + nd; ++d) {
+      const int t = m.dof_depth[d];
+      const Vec3<S> adj_vp = aJ[t] * frame[0] + aJ[D::kChain + t] * frame[1] + aJ[2 * D::kChain + t] * frame[2];
+      if (adj_frame) {
+        const Vec3<S> vp = mul_t(X0[j].E, ws.Sdof[d].v) + cross(omega[d], p - X0[j].r);
+        for (int r = 0; r < 3; ++r) adj_frame[r] += aJ[r * D::kChain + t] * vp;
+      }
+      Vec3<S> adj_rel{0, 0, 0};
+      adj_cross(omega[d], p - X0[j].r, adj_omega[d], adj_rel, adj_vp);
+      adj_l[d] += adj_vp;
+      adj_p += adj_rel;
+      adj_X0[j].r += -adj_rel;
+    }
+  }
+}
+
+// Adjoint of a contact point's centre c = o_b + E_bᵀ pl (relative to the base) into adj_X0.
+template <class S>
+MOREAU_HD void adj_point_centre(const Transform<S>& X0b, const Vec3<S>& pl, const Vec3<S>& adj_c, Transform<S>& adj_X0b) {
+  adj_X0b.r += adj_c;
+  Vec3<S> unused{0, 0, 0};
+  adj_mul_t(X0b.E, pl, adj_X0b.E, unused, adj_c);
+}
+
 // Adjoint of the contact kinematics (contact_candidates' gaps, point_jacobian's rows and the spin
 // rows) for the active contacts at q_M on `ground`: adj_J (the rows over their chains, as cs.J;
 // joint rows' ignored) and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM. Each contact's facet is
-// looked up again; its normal is constant there (Ground), so the frame carries no gradient.
+// looked up again; its normal is constant there (Ground), so the frame carries no gradient. A
+// pair's frame turns with its bodies: n = (c_a − c_b)/|c_a − c_b| and its tangents, the point
+// p = (c_a + c_b)/2 + (r_b − r_a)/2 n and the gap |c_a − c_b| − r_a − r_b (pair_geometry).
 template <class S, class D>
 MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
                                       const S* qM, const Ground<S>& ground, const S* adj_J, const S* adj_gap, S* adj_qM,
@@ -318,6 +454,31 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
       adj_l[d] = adj_omega[d] = z3;
     }
   for (int i = 0; i < cs.n; ++i) {
+    if (cs.con[i] >= m.ncon) {
+      const int k = cs.con[i] - m.ncon, ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1];
+      const int ba = m.con_body[ka], bb = m.con_body[kb];
+      const Vec3<S> pla = vec3(m.con_pos + 3 * ka), plb = vec3(m.con_pos + 3 * kb);
+      const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, pla), cb = X0[bb].r + mul_t(X0[bb].E, plb);
+      const S ra = m.con_radius[ka], rb = m.con_radius[kb];
+      Vec3<S> frame[3] = {z3, z3, z3}, p = z3, adj_p = z3, adj_frame[3] = {z3, z3, z3}, adj_minus[3] = {z3, z3, z3};
+      S gap = 0;
+      pair_geometry(ca, cb, ra, rb, gap, frame[0], p);
+      tangents(frame[0], frame[1], frame[2]);
+      const Vec3<S> minus[3] = {-frame[0], -frame[1], -frame[2]};
+      adj_point_jacobian(m, ws, X0, omega, ba, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
+                         adj_frame);
+      adj_point_jacobian(m, ws, X0, omega, bb, p, minus, adj_J + (3 * i + D::kRows) * D::kChain, adj_l, adj_omega,
+                         adj_X0, adj_p, adj_minus);
+      for (int r = 0; r < 3; ++r) adj_frame[r] += -adj_minus[r];
+      // n̄ from the tangents, from p and the gap; then d = c_a − c_b with n = d/|d|
+      Vec3<S> adj_n = adj_frame[0] + (S(0.5) * (rb - ra)) * adj_p;
+      adj_tangents(frame[0], adj_frame[1], adj_frame[2], adj_n);
+      const S dist = gap + ra + rb;
+      const Vec3<S> adj_d = adj_gap[i] * frame[0] + (S(1) / dist) * (adj_n - dot(frame[0], adj_n) * frame[0]);
+      adj_point_centre(X0[ba], pla, S(0.5) * adj_p + adj_d, adj_X0[ba]);
+      adj_point_centre(X0[bb], plb, S(0.5) * adj_p - adj_d, adj_X0[bb]);
+      continue;
+    }
     const int k = cs.con[i], b = m.con_body[k];
     const Vec3<S> pl = vec3(m.con_pos + 3 * k);
     const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, pl);
@@ -327,20 +488,8 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
     tangents(frame[0], frame[1], frame[2]);
     const Vec3<S> p = centre - m.con_radius[k] * frame[0];
     Vec3<S> adj_p{0, 0, 0};
-    const S* aJ = adj_J + 3 * i * D::kChain;
-    for (int j = b; j >= 0; j = m.body_parent[j]) {
-      const int d0 = m.jnt_dofadr[j], nd = joint_nv(m.jnt_type[j]);
-      for (int d = d0; d < d0 + nd; ++d) {
-        // J_rd = frame_r · (l + ω × (p − o_j))
-        const int t = m.dof_depth[d];
-        const Vec3<S> adj_vp = aJ[t] * frame[0] + aJ[D::kChain + t] * frame[1] + aJ[2 * D::kChain + t] * frame[2];
-        Vec3<S> adj_rel{0, 0, 0};
-        adj_cross(omega[d], p - X0[j].r, adj_omega[d], adj_rel, adj_vp);
-        adj_l[d] += adj_vp;
-        adj_p += adj_rel;
-        adj_X0[j].r += -adj_rel;
-      }
-    }
+    adj_point_jacobian(m, ws, X0, omega, b, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
+                       static_cast<Vec3<S>*>(nullptr));
     // a spin row: J_t = n · ω_d
     for (int k = 0; k < cs.nj; ++k) {
       if (cs.jkind[k] != kRowSpin || cs.jq[k] != i) continue;
@@ -354,9 +503,7 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
     Vec3<S> adj_centre = adj_p + adj_gap[i] * frame[0];
     if (m.jnt_type[0] == kJointFree)
       for (int a = 0; a < 3; ++a) adj_qM[m.jnt_qposadr[0] + a] += adj_gap[i] * frame[0][a];
-    adj_X0[b].r += adj_centre;
-    Vec3<S> unused{0, 0, 0};
-    adj_mul_t(X0[b].E, pl, adj_X0[b].E, unused, adj_centre);
+    adj_point_centre(X0[b], pl, adj_centre, adj_X0[b]);
   }
   for (int j = 0; j < m.nbody; ++j)
     for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
@@ -420,7 +567,7 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
 // c = J v: the rows' velocities at v.
 template <class S, class D>
 MOREAU_HD void contact_velocity(const S* v, ContactScratch<S, D>& cs) {
-  for (int r = 0; r < solve_rows(cs); ++r) cs.c[r] = chain_dot(cs, row_block(cs, r), cs.J + r * D::kChain, v);
+  for (int r = 0; r < solve_rows(cs); ++r) cs.c[r] = row_dot(cs, r, cs.J, v);
 }
 
 // g[3 x + y] = Σ_{t < shared} Yi[x C + t] Yj[y C + t]: the sums of an SI x SJ block of G in one pass
@@ -435,39 +582,46 @@ MOREAU_HD void block_sums(const S* Yi, const S* Yj, int shared, S* g) {
 // G = J H⁻¹ Jᵀ = Yᵀ Y with Y = L⁻ᵀ Jᵀ (one triangular solve per row of J, kept in cs.Y for the
 // adjoint); c = J v. Rows live on their block's chain, so G_rs sums over the chains' shared
 // root-first prefix (between two legs, the base's dofs), in increasing dof order as the dense
-// sum would.
+// sum would; a pair's rows over both halves (four such sums between two pairs).
 template <class S, class D>
 MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, ContactScratch<S, D>& cs) {
-  constexpr int C = D::kChain;
+  constexpr int C = D::kChain, KB = D::kBlocks, KR = D::kRows;
   const int nr = solve_rows(cs), nb = cs.n + cs.nj;
   S* Y = cs.Y;
   contact_velocity(v, cs);
   for (int i = 0; i < nb; ++i) {
     const int r0 = block_row(cs, i), sz = block_size(cs, i);
-    for (int r = r0; r < r0 + sz; ++r)
-      for (int t = 0; t < cs.nd[i]; ++t) Y[r * C + t] = cs.J[r * C + t];
-    if (sz == 3)
-      chain_solve_t<3>(m, L, cs, i, Y + r0 * C);
-    else
-      chain_solve_t<1>(m, L, cs, i, Y + r0 * C);
+    for (int h = 0; h < block_halves(cs, i); ++h) {
+      const int hb = i + h * KB, h0 = r0 + h * KR;
+      for (int r = h0; r < h0 + sz; ++r)
+        for (int t = 0; t < cs.nd[hb]; ++t) Y[r * C + t] = cs.J[r * C + t];
+      if (sz == 3)
+        chain_solve_t<3>(m, L, cs, hb, Y + h0 * C);
+      else
+        chain_solve_t<1>(m, L, cs, hb, Y + h0 * C);
+    }
   }
   for (int i = 0; i < nb; ++i)
     for (int j = 0; j <= i; ++j) {
-      const int *di = cs.dof + i * C, *dj = cs.dof + j * C, lim = mmin(cs.nd[i], cs.nd[j]);
-      int shared = 0;
-      while (shared < lim && di[shared] == dj[shared]) ++shared;
       const int ri = block_row(cs, i), rj = block_row(cs, j), si = block_size(cs, i), sj = block_size(cs, j);
       // the block G_ij (3 x 3 between contacts, 1 x 1 between joint rows)
-      const S *Yi = Y + ri * C, *Yj = Y + rj * C;
       S g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-      if (si == 3 && sj == 3)
-        block_sums<3, 3, S, C>(Yi, Yj, shared, g);
-      else if (si == 3)
-        block_sums<3, 1, S, C>(Yi, Yj, shared, g);
-      else if (sj == 3)
-        block_sums<1, 3, S, C>(Yi, Yj, shared, g);
-      else
-        block_sums<1, 1, S, C>(Yi, Yj, shared, g);
+      for (int hi = 0; hi < block_halves(cs, i); ++hi)
+        for (int hj = 0; hj < block_halves(cs, j); ++hj) {
+          const int bi = i + hi * KB, bj = j + hj * KB;
+          const int *di = cs.dof + bi * C, *dj = cs.dof + bj * C, lim = mmin(cs.nd[bi], cs.nd[bj]);
+          int shared = 0;
+          while (shared < lim && di[shared] == dj[shared]) ++shared;
+          const S *Yi = Y + (ri + hi * KR) * C, *Yj = Y + (rj + hj * KR) * C;
+          if (si == 3 && sj == 3)
+            block_sums<3, 3, S, C>(Yi, Yj, shared, g);
+          else if (si == 3)
+            block_sums<3, 1, S, C>(Yi, Yj, shared, g);
+          else if (sj == 3)
+            block_sums<1, 3, S, C>(Yi, Yj, shared, g);
+          else
+            block_sums<1, 1, S, C>(Yi, Yj, shared, g);
+        }
       for (int x = 0; x < si; ++x)
         for (int y = 0; y < sj; ++y) cs.G[(ri + x) * nr + rj + y] = cs.G[(rj + y) * nr + ri + x] = g[3 * x + y];
     }
@@ -969,7 +1123,7 @@ MOREAU_HD void soft_normal_impulses(const S* v_k, ContactScratch<S, D>& cs, S h,
   for (int i = 0; i < cs.n + cs.nj; ++i) {
     if (!unilateral(cs, i)) continue;
     const int r = block_row(cs, i);
-    const S vn = chain_dot(cs, i, cs.J + r * D::kChain, v_k);
+    const S vn = row_dot(cs, r, cs.J, v_k);
     const S gnn = mmax(cs.G[r * nr + r], S(1e-12));
     const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / gnn);
     cs.P[r] = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
@@ -986,8 +1140,7 @@ MOREAU_HD void adj_soft_normal_impulses(const S* v_k, const ContactScratch<S, D>
   for (int i = 0; i < cs.n + cs.nj; ++i) {
     const int r = block_row(cs, i);
     if (!unilateral(cs, i) || !(cs.P[r] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
-    const S* Jn = cs.J + r * D::kChain;
-    const S vn = chain_dot(cs, i, Jn, v_k);
+    const S vn = row_dot(cs, r, cs.J, v_k);
     const S G0 = cs.G[r * nr + r], gnn = mmax(G0, S(1e-12));
     const bool from_zeta = !(kd_given >= 0);
     const S kd = from_zeta ? S(2) * zeta * msqrt(kn / gnn) : kd_given;
@@ -997,8 +1150,8 @@ MOREAU_HD void adj_soft_normal_impulses(const S* v_k, const ContactScratch<S, D>
     adj_kn += -cs.gap[i] * a;
     if (vn < 0) {  // ∂f/∂v_n = −k_d
       const S adj_vn = -kd * a;
-      chain_axpy(cs, i, adj_vn, Jn, adj_v_k);
-      for (int t = 0; t < cs.nd[i]; ++t) adj_J[r * D::kChain + t] += v_k[cs.dof[i * D::kChain + t]] * adj_vn;
+      row_axpy(cs, r, adj_vn, cs.J, adj_v_k);
+      row_add_outer(cs, r, adj_vn, v_k, adj_J);
     }
     if (from_zeta && damp > 0) {  // k_d = 2 ζ sqrt(k_n / G_nn)
       adj_kn += damp * a * kd / (2 * kn);
@@ -1060,13 +1213,16 @@ MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs
     }
     cs.gap[a] = cs.gap[i];
     cs.w[a] = 1;
-    cs.nd[a] = cs.nd[i];
-    for (int t = 0; t < cs.nd[i]; ++t) cs.dof[a * C + t] = cs.dof[i * C + t];
-    for (int r = 0; r < sz; ++r)
-      for (int t = 0; t < cs.nd[i]; ++t) {
-        cs.J[(a0 + r) * C + t] = cs.J[(r0 + r) * C + t];
-        cs.Y[(a0 + r) * C + t] = cs.Y[(r0 + r) * C + t];
-      }
+    for (int h = 0; h < (a < n ? 2 : 1); ++h) {  // a contact's second half too (nd 0 but for a pair)
+      const int from = i + h * D::kBlocks, to = a + h * D::kBlocks;
+      cs.nd[to] = cs.nd[from];
+      for (int t = 0; t < cs.nd[from]; ++t) cs.dof[to * C + t] = cs.dof[from * C + t];
+      for (int r = 0; r < sz; ++r)
+        for (int t = 0; t < cs.nd[from]; ++t) {
+          cs.J[(a0 + r + h * D::kRows) * C + t] = cs.J[(r0 + r + h * D::kRows) * C + t];
+          cs.Y[(a0 + r + h * D::kRows) * C + t] = cs.Y[(r0 + r + h * D::kRows) * C + t];
+        }
+    }
   }
   for (int r = 0; r < nr; ++r)
     for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
@@ -1121,10 +1277,7 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
 template <class S, class D>
 MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
   for (int d = 0; d < m.nv; ++d) x[d] = 0;
-  for (int r = 0; r < solve_rows(cs); ++r) {
-    const int b = row_block(cs, r);
-    chain_axpy(cs, b, cs.w[b] * cs.P[r], cs.Y + r * D::kChain, x);
-  }
+  for (int r = 0; r < solve_rows(cs); ++r) row_axpy(cs, r, cs.w[row_block(cs, r)] * cs.P[r], cs.Y, x);
   ltl_solve_l(m, ws.H, x);
 }
 
@@ -1147,6 +1300,7 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S, D>& m, const Contact
       active[k] = gaps[k] <= 0;
     }
     for (int i = 0; i < cs.n; ++i) {
+      if (cs.con[i] >= m.ncon) continue;  // a pair: per point, the ground's impulse only
       impulses[cs.con[i]] = cs.w[i] * cs.P[3 * i];
       if (cs.P[3 * i] > 0) active[cs.con[i]] = 1;
     }
@@ -1191,7 +1345,7 @@ MOREAU_HD void adj_contact_setup(const ModelView<S, D>& m, const ContactSettings
   if (contact_blocks(contact_grad_mode(cfg.mode))) {  // K = L⁻¹ Y: Y's rows spread from their chains to every dof
     for (int r = 0; r < nr; ++r) {
       for (int d = 0; d < nv; ++d) ca.K[r * nv + d] = 0;
-      chain_axpy(cs, row_block(cs, r), S(1), cs.Y + r * D::kChain, ca.K + r * nv);
+      row_axpy(cs, r, S(1), cs.Y, ca.K + r * nv);
     }
     for (int r = 0; r < 3 * cs.n; r += 3) ltl_solve_l3(m, ws.H, ca.K + r * nv, ca.K + (r + 1) * nv, ca.K + (r + 2) * nv);
     for (int r = 3 * cs.n; r < nr; ++r) ltl_solve_l(m, ws.H, ca.K + r * nv);
@@ -1227,13 +1381,14 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
   ltl_solve_t(m, ws.H, lambda);
   constexpr int C = D::kChain;
-  S adj_J[D::kRows * C], adj_P[D::kRows], adj_gamma[D::kRows];  // adj_J as cs.J
+  S adj_J[(D::kRows + 3 * D::kActive) * C], adj_P[D::kRows], adj_gamma[D::kRows];  // adj_J as cs.J
   S adj_w[D::kBlocks], adj_gap[D::kBlocks], adj_pn[D::kBlocks], adj_gnn[D::kBlocks];
   for (int i = 0; i < nb; ++i) adj_w[i] = adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
   for (int r = 0; r < nr; ++r) {
     const int b = row_block(cs, r);
-    const S t = chain_dot(cs, b, cs.Y + r * C, lambda);
-    for (int k = 0; k < cs.nd[b]; ++k) adj_J[r * C + k] = 0;
+    const S t = row_dot(cs, r, cs.Y, lambda);
+    for (int h = 0; h < block_halves(cs, b); ++h)
+      for (int k = 0; k < cs.nd[b + h * D::kBlocks]; ++k) adj_J[(r + h * D::kRows) * C + k] = 0;
     adj_P[r] = cs.w[b] * t;
     adj_w[b] += cs.P[r] * t;
   }
@@ -1261,18 +1416,20 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   }
   // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
   for (int r = 0; r < nr; ++r) {
-    const int b = row_block(cs, r);
-    chain_axpy(cs, b, adj_gamma[r], cs.J + r * C, adj_v_free);
-    chain_axpy(cs, b, adj_gamma[r], cs.Y + r * C, lambda);
+    row_axpy(cs, r, adj_gamma[r], cs.J, adj_v_free);
+    row_axpy(cs, r, adj_gamma[r], cs.Y, lambda);
   }
   ltl_solve_l(m, ws.H, lambda);
   // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ on the rows' chains
   for (int r = 0; r < nr; ++r) {
     const int b = row_block(cs, r);
     const S pa = cs.w[b] * cs.P[r], ga = adj_gamma[r];
-    const int* dof = cs.dof + b * C;
-    for (int t = 0; t < cs.nd[b]; ++t)
-      adj_J[r * C + t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
+    for (int h = 0; h < block_halves(cs, b); ++h) {
+      const int* dof = cs.dof + (b + h * D::kBlocks) * C;
+      S* aJ = adj_J + (r + h * D::kRows) * C;
+      for (int t = 0; t < cs.nd[b + h * D::kBlocks]; ++t)
+        aJ[t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
+    }
   }
   if (contact_blocks(mode)) {
     // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
@@ -1297,10 +1454,12 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
             Kr[d] += Kj[a * nv + d] * t.r[a];
           }
         }
-        const int* dof = cs.dof + j * C;
-        for (int a = 0; a < sz; ++a)
-          for (int s = 0; s < cs.nd[j]; ++s)
-            adj_J[(o + a) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
+        for (int h = 0; h < block_halves(cs, j); ++h) {
+          const int* dof = cs.dof + (j + h * D::kBlocks) * C;
+          for (int a = 0; a < sz; ++a)
+            for (int s = 0; s < cs.nd[j + h * D::kBlocks]; ++s)
+              adj_J[(o + a + h * D::kRows) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
+        }
         for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
           S* adj_Hc = adj_H + m.dof_Madr[c];
           const int* col = m.M_colind + m.dof_Madr[c];

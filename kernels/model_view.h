@@ -30,7 +30,7 @@ enum : int { kStatusFatal = kStatusNanState | kStatusNanAction | kStatusSingular
 // The compiled model in scalar S (field meanings: include/moreau/model.h).
 template <class S>
 struct ModelArrays {
-  int nq, nv, nu, nbody, ncon;
+  int nq, nv, nu, nbody, ncon, npair;
   int nM;                     // entries of the sparse mass matrix (dof_Madr)
   int nchain;                 // dofs on the longest root-to-dof path (1 + max dof_depth)
   int decimation;
@@ -76,6 +76,7 @@ struct ModelArrays {
   const int* con_body;        // (ncon)
   const S* con_pos;           // (ncon x 3)
   const S* con_radius;        // (ncon)
+  const int* pair_con;        // (npair x 2) two contact points of different bodies
   int hfield_nx, hfield_ny;   // the ground's heightfield samples (0: the plane z = 0)
   S hfield_x0, hfield_y0;     // sample (0, 0) [m]
   S hfield_dx, hfield_dy;     // spacing [m]

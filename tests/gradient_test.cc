@@ -989,6 +989,105 @@ TEST(SpinFrictionGradient, FloatAndDoubleGradientsAgree) {
   }
 }
 
+// Contact between two bodies of the robot (pairs, sphere against sphere; no gravity, away from
+// the ground): two free balls pressed 0.2 mm into each other, closing and sliding across one
+// another; and a free base with two arms whose tip spheres touch, the pair's two halves sharing
+// the base's dofs, the tips sticking or sliding along each other.
+BodySpec pair_body(const std::string& name, const std::string& parent, JointType type, std::array<double, 3> pos,
+                   double mass, std::array<double, 3> com, std::array<double, 3> sphere) {
+  BodySpec b;
+  b.name = name;
+  b.parent = parent;
+  b.joint.type = type;
+  b.joint.axis = {1, 0, 0};
+  b.pos = pos;
+  b.mass = mass;
+  b.com = com;
+  b.inertia = {0.02 * mass, 0.025 * mass, 0.015 * mass, 0.001 * mass, 0, -0.002 * mass};
+  ContactSpec c;
+  c.name = name + "_sphere";
+  c.pos = sphere;
+  c.radius = 0.05;
+  b.contacts.push_back(c);
+  return b;
+}
+
+Model two_balls_model() {
+  RobotSpec spec;
+  spec.name = "two_balls";
+  spec.gravity = {0, 0, 0};
+  spec.bodies = {pair_body("a", "", JointType::Free, {0, 0, 0}, 1, {0.01, -0.02, 0.005}, {0, 0, 0}),
+                 pair_body("b", "", JointType::Free, {0, 0, 0}, 2, {-0.01, 0.01, 0.02}, {0, 0, 0})};
+  return with_self_collisions(compile(spec), {{"a", "b"}});
+}
+
+Model two_arms_model() {
+  RobotSpec spec;
+  spec.name = "two_arms";
+  spec.gravity = {0, 0, 0};
+  spec.bodies = {pair_body("base", "", JointType::Free, {0, 0, 0}, 5, {0.01, 0, 0.02}, {0, 0, 0.3}),
+                 pair_body("left", "base", JointType::Revolute, {0, 0.15, 0}, 1, {0, 0, -0.2}, {0, 0, -0.4}),
+                 pair_body("right", "base", JointType::Revolute, {0, -0.15, 0}, 1, {0, 0, -0.2}, {0, 0, -0.4})};
+  return with_self_collisions(compile(spec), {{"left", "right"}});
+}
+
+// Ball b's centre 0.1 m − 0.2 mm from a's along a tilted direction, closing at 0.3 m/s, sliding
+// across at 0.2 m/s and spinning.
+void place_two_balls(Problem& P) {
+  const double d = 0.1 - 2e-4, n[3] = {0.8, 0.36, 0.48};
+  P.in.q = {0.1, -0.2, 1, 0.98, 0.1, -0.15, 0.05, 0.1 + d * n[0], -0.2 + d * n[1], 1 + d * n[2], 0.9, 0.3, 0.1, -0.3};
+  double norm = 0;
+  for (int k : {3, 10}) {
+    norm = std::sqrt(P.in.q[k] * P.in.q[k] + P.in.q[k + 1] * P.in.q[k + 1] + P.in.q[k + 2] * P.in.q[k + 2] +
+                     P.in.q[k + 3] * P.in.q[k + 3]);
+    for (int a = 0; a < 4; ++a) P.in.q[k + a] /= norm;
+  }
+  P.in.v = {0.3 * n[0], 0.3 * n[1] + 0.1, 0.3 * n[2], 0.5, -0.2, 1.0, 0, -0.1, 0, 0.1, 0.3, -0.4};
+}
+
+// The tips 0.1 m − 0.2 mm apart at the same height, the left arm turning in at 0.5 rad/s, the
+// right one at `right` rad/s (0.5: the tips move alike along z; 1.5: they slide along z).
+void place_two_arms(Problem& P, double right) {
+  const double th = std::asin((0.1 + 1e-4) / 0.4);
+  P.in.q = {0.02, -0.01, 1, 0.995, 0.05, -0.05, 0.06, -th, th};
+  double norm = 0;
+  for (int a = 3; a < 7; ++a) norm += P.in.q[a] * P.in.q[a];
+  for (int a = 3; a < 7; ++a) P.in.q[a] /= std::sqrt(norm);
+  P.in.v = {0.05, -0.1, 0.02, 0.2, -0.1, 0.3, -0.5, right};
+}
+
+TEST(PairContactGradient, TwoBallsMatchFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft})
+    for (double mu : {0.3, 3.0}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (mu < 1 ? ", sliding" : ", sticking"));
+      Problem P(two_balls_model(), 1, mode, 93, 0.0);
+      P.set_param("friction", mu);
+      place_two_balls(P);
+      expect_matches_fd(P, 1e-5);
+    }
+}
+
+TEST(PairContactGradient, ArmsOnACommonBaseMatchFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft})
+    for (double right : {0.5, 1.5}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (right > 1 ? ", sliding" : ", sticking"));
+      Problem P(two_arms_model(), 1, mode, 94, 0.0);
+      P.set_param("friction", 0.5);
+      place_two_arms(P, right);
+      expect_matches_fd(P, 1e-5);
+    }
+}
+
+TEST(PairContactGradient, FloatAndDoubleGradientsAgree) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P(two_arms_model(), 1, mode, 95, 0.0);
+    P.set_param("friction", 0.5);
+    place_two_arms(P, 1.5);
+    expect_float_agrees(P, mode);
+  }
+}
+
 // Hard forward, smooth backward: the state is exactly the hard model's, the gradient the smooth
 // model's; where no contact is near both equal the contact-free gradient.
 // Terrain (a heightfield ground): the cube face down on a 25° slope sampled on a grid

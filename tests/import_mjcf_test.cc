@@ -402,9 +402,17 @@ TEST(ImportMjcf, SelfCollisionsAreListedAndWarned) {
   EXPECT_TRUE(pairs(R"(<option><flag contact="disable"/></option>)").empty());
   const RobotSpec s = parse(file(""));
   ASSERT_EQ(s.warnings.size(), 1u);
-  EXPECT_EQ(s.warnings[0], "contacts between the robot's own bodies are not simulated (moreau's contacts are against "
-                           "the ground): MuJoCo collides 1 pair(s) of bodies here (Model.self_collisions): l–r");
-  EXPECT_EQ(compile(s).self_collisions, (P{{"l", "r"}}));
+  EXPECT_EQ(s.warnings[0], "contacts between the robot's own bodies are not simulated unless asked "
+                           "(with_self_collisions: spheres and points, not box or cylinder faces): MuJoCo collides 1 "
+                           "pair(s) of bodies here (Model.self_collisions): l–r");
+  const Model m = compile(s);
+  EXPECT_EQ(m.self_collisions, (P{{"l", "r"}}));
+  const Model with = with_self_collisions(m, m.self_collisions);  // the list is what the pairs take
+  ASSERT_GT(with.npair, 0);
+  for (int k = 0; k < with.npair; ++k) {
+    EXPECT_EQ(m.body_name[m.con_body[with.pair_con[2 * k]]], "l");
+    EXPECT_EQ(m.body_name[m.con_body[with.pair_con[2 * k + 1]]], "r");
+  }
 }
 
 TEST(ImportMjcf, ContactFlagDisable) {

@@ -29,7 +29,7 @@ class Error : public std::runtime_error {
 struct Model {
   std::string name;
   std::string source;
-  int nq = 0, nv = 0, nu = 0, nbody = 0, ncon = 0;
+  int nq = 0, nv = 0, nu = 0, nbody = 0, ncon = 0, npair = 0;
   int nM = 0;      // entries of the mass matrix's tree-sparse lower triangle (dof_Madr)
   int nchain = 0;  // dofs on the longest root-to-dof path, 1 + max dof_depth (a contact row's length)
   double gravity[3] = {0, 0, -9.81};
@@ -91,6 +91,9 @@ struct Model {
   std::vector<int> con_body;           // (ncon)
   std::vector<double> con_pos;         // (ncon x 3)   centre in body frame
   std::vector<double> con_radius;      // (ncon)
+  // contact pairs (npair): two contact points of different bodies, sphere against sphere
+  // (with_self_collisions; docs/contact.md, "Contact between two bodies of the robot")
+  std::vector<int> pair_con;           // (npair x 2)
 
   // the ground: a heightfield of hfield_nx x hfield_ny heights, sample (i, j) at
   // (hfield_origin + (i dx, j dy)); hfield_nx = 0: the plane z = 0 (docs/terrain.md)
@@ -118,6 +121,14 @@ int joint_rows(const Model& model);
 // simulates a robot's feet of all its collision geometry). Throws Error naming an unknown or
 // repeated point.
 Model select_contacts(const Model& model, const std::vector<std::string>& names);
+
+// A copy of the model whose listed body pairs collide with each other: every contact point of the
+// first body against every one of the second's, sphere against sphere (a box corner or a
+// cylinder's rim point is a sphere of radius 0; two such points are not paired: they never
+// touch), in every contact mode; pairs of points already listed are replaced. Bodies by name (a
+// body merged into its parent at compile time by the parent's); a pair of a body with itself,
+// an unknown body or a body without contact points is an Error naming the element.
+Model with_self_collisions(const Model& model, const std::vector<std::pair<std::string, std::string>>& bodies);
 
 // A copy of the model on a heightfield ground: `height` holds ny rows of nx heights [m] (row j at
 // y = origin_y + j dy), nx, ny ≥ 2, dx, dy > 0, every height finite. Throws Error naming the bad
