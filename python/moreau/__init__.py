@@ -45,7 +45,7 @@ from ._moreau import (  # noqa: F401
     contact_mode_from_name,
     cuda_available,
 )
-from .simulator import ModelWarning, Simulator, asset, contact_mode_name, export_mjcf, load, load_mjcf, load_model, load_model_from_string, load_urdf, select_contacts, with_heightfield  # noqa: F401
+from .simulator import ModelWarning, Simulator, asset, contact_mode_name, export_mjcf, load, load_mjcf, load_model, load_model_from_string, load_urdf, select_contacts, with_heightfield, with_self_collisions  # noqa: F401
 from . import torch  # noqa: F401,E402  (moreau.torch)
 
 __version__ = "0.1.0"

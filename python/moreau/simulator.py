@@ -116,6 +116,34 @@ def select_contacts(model, names) -> Model:
     return _compiled(fn, _moreau.select_contacts, load(model), list(names))
 
 
+def with_self_collisions(model, bodies=None) -> Model:
+    """A copy of a Model (or a robot file) whose body pairs collide with each other
+    (docs/contact.md, "Contact between two bodies of the robot"): every contact point of one body
+    against every one of the other's, sphere against sphere (box corners and cylinder rim points
+    are spheres of radius 0; two of them are not paired), in every contact mode, with their
+    gradients. ``bodies``: (name, name) pairs; by default the robot file's own list
+    (``Model.self_collisions``: MJCF's pairs by MuJoCo's contype, conaffinity, parent and
+    <exclude> rules), of which the pairs with a body without contact points are left out with a
+    ``ModelWarning``. moreau.Error for an unknown body, a body paired with itself, or (given
+    ``bodies``) a body without contact points."""
+    fn = "moreau.with_self_collisions"
+    if not isinstance(model, (Model, str, os.PathLike)):
+        fail(fn, "model", "type", "a path (.json, .urdf, .xml) or a moreau.Model", type(model).__name__)
+    model = load(model)
+    if bodies is None:
+        touching = {model.body_name[b] for b in model.con_body}
+        bodies = [(a, b) for a, b in model.self_collisions if a in touching and b in touching]
+        if len(bodies) < len(model.self_collisions):
+            warnings.warn(f"{fn}: {len(model.self_collisions) - len(bodies)} of the robot file's "
+                          f"{len(model.self_collisions)} colliding body pairs have a body without contact points "
+                          f"(its collision geometry is not one moreau simulates): not simulated",
+                          ModelWarning, stacklevel=2)
+    if isinstance(bodies, str) or not all(isinstance(p, (tuple, list)) and len(p) == 2 and
+                                          all(isinstance(n, str) for n in p) for p in _iterable(fn, bodies)):
+        fail(fn, "bodies", "type", "a sequence of (body name, body name) pairs", type(bodies).__name__)
+    return _compiled(fn, _moreau.with_self_collisions, model, [tuple(p) for p in bodies])
+
+
 def with_heightfield(model, heights, spacing, origin=(0.0, 0.0)) -> Model:
     """A copy of a Model (or a robot file) whose ground is a heightfield (docs/terrain.md):
     ``heights`` an (ny, nx) array or tensor [m], row j at y = origin[1] + j spacing[1], column i at

@@ -322,6 +322,8 @@ NB_MODULE(_moreau, m) {
       .def_ro("con_pos", &Model::con_pos)
       .def_ro("con_radius", &Model::con_radius)
       .def_ro("self_collisions", &Model::self_collisions)
+      .def_ro("npair", &Model::npair)
+      .def_ro("pair_con", &Model::pair_con)
       .def_ro("warnings", &Model::warnings)
       .def_ro("hfield_nx", &Model::hfield_nx)
       .def_ro("hfield_ny", &Model::hfield_ny)
@@ -368,6 +370,9 @@ NB_MODULE(_moreau, m) {
   m.def("export_mjcf", &export_mjcf, "model"_a);
   m.def("select_contacts", &select_contacts, "model"_a, "names"_a,
         "A copy of the model with only the named contact points, in the order given.");
+  m.def("with_self_collisions", &with_self_collisions, "model"_a, "bodies"_a,
+        "A copy of the model whose listed body pairs collide with each other (every contact point of "
+        "the first body against every one of the second's, sphere against sphere).");
   m.def("with_heightfield", &with_heightfield, "model"_a, "height"_a, "nx"_a, "ny"_a, "dx"_a, "dy"_a,
         "origin_x"_a = 0.0, "origin_y"_a = 0.0, "A copy of the model on a heightfield ground.");
 

@@ -57,7 +57,8 @@ tracking; needs the gait clock), ``foot_slip`` Σ_j [c_j < ``foot_contact_height
 Σ_j (t_air,j − ``feet_air_time_target``) at each touchdown, only when |cmd_xy| > 0.1,
 ``feet_separation`` Σ_pairs max(0, ``feet_separation_min`` − (y_L − y_R))² over the pairs
 (LF, RF) and (LH, RH), y the feet's lateral position in the base frame (a left foot nearing or
-crossing its partner: legs that would hit each other, which moreau's contact does not simulate).
+crossing its partner: legs that would hit each other, which moreau simulates with
+``self_collisions``: the feet and knees of different legs collide).
 All but ``termination`` and ``feet_air_time`` are differentiable w.r.t. the actions and the
 state (moreau.torch.step, and the kinematics in torch); those two are counts of events.
 
@@ -198,7 +199,8 @@ def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     and friction loss on every leg joint where set, its drives' torque–speed line with
     ``drive_max_velocity``, and knee contacts with ``knee_contacts`` (the robot's knee spheres added
     to a JSON robot file); only the feet (and knees) keep their contact points, unless ``body_contacts``
-    (then with the robot's ``collision_file``'s shapes where it has one)."""
+    (then with the robot's ``collision_file``'s shapes where it has one); with ``self_collisions``,
+    the contact points of different legs collide with each other (``leg_pairs``)."""
     robot = robot_config(cfg.robot)
     path = _asset_path(robot.file)
     knees = tuple(robot.knees)
@@ -245,7 +247,21 @@ def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
                          f"(it has {len(model.con_name)}: {', '.join(model.con_name[:12])}...)")
     if set(model.con_name) != keep:  # the model's order kept
         model = moreau.select_contacts(model, [n for n in model.con_name if n in keep])
+    if cfg.self_collisions:
+        model = moreau.with_self_collisions(model, leg_pairs(model))
     return model
+
+
+def leg_pairs(model: moreau.Model) -> List[Tuple[str, str]]:
+    """The pairs of bodies with contact points on different legs (subtrees of the root's children):
+    what the task's ``self_collisions`` makes collide."""
+    def leg(b):
+        while model.body_parent[b] > 0:
+            b = model.body_parent[b]
+        return b if model.body_parent[b] == 0 else None
+    bodies = sorted({b for b in model.con_body if leg(b) is not None})
+    return [(model.body_name[a], model.body_name[b]) for i, a in enumerate(bodies) for b in bodies[i + 1:]
+            if leg(a) != leg(b)]
 
 
 def _per_actuator(limit, nu: int):
@@ -313,6 +329,7 @@ class LocomotionConfig:
     base_height_limit: Optional[float] = None
     knee_contacts: bool = False                 # knee spheres on the thighs; a knee on the ground is a failure
     body_contacts: bool = False                 # every contact point of the robot file; any but a foot's touching is a failure
+    self_collisions: bool = False               # the contact points of different legs collide with each other
     max_tilt: float = 1.0                       # rad
     # rough terrain (moreau.tasks.terrain; None: flat ground): TerrainConfig's fields
     terrain: Optional[Dict] = None
