@@ -7,7 +7,7 @@
 //   moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]
 //                        [--trials N] [--device cpu|cuda|all] [--json-out FILE]
 //                        [--contact none|hard|soft|smooth|hard_smooth_grad|all] [--kick]
-//                        [--terrain H]
+//                        [--terrain H] [--self-collisions]
 //
 // One environment-step is one PHYSICS step of one environment (a control step is
 // `decimation` of them; soft contact's automatic substeps are inside it). Each figure is the
@@ -27,6 +27,9 @@
 // 201 x 201 samples 0.1 m apart centred on it, heights uniform in ±H m (seeded); with H = 0 its
 // physics are the plane's bit for bit, so the rate against a run without --terrain is the cost
 // of the ground lookup alone.
+// --self-collisions: the table's rows with every two bodies carrying contact points, neither an
+// ancestor of the other, colliding with each other (with_self_collisions; ANYmal C's four feet:
+// 6 pairs); the rate against a run without it is the cost of the pairs.
 // Exit status: 0; 1 when a measured target fails or an environment froze (non-zero status);
 // 2 on bad arguments or an error.
 #include <algorithm>
@@ -82,7 +85,8 @@ void usage() {
       "  --kick     the table's rows start from the settled state with velocities + N(0, 0.5^2)\n"
       "             (feet sliding); the MuJoCo comparison stays standing\n"
       "  --terrain H  the table's rows on a heightfield, heights uniform in +-H m (0: flat, the\n"
-      "             plane's physics through the heightfield lookup)");
+      "             plane's physics through the heightfield lookup)\n"
+      "  --self-collisions  the table's rows with the bodies on different branches colliding");
 }
 
 // moreau: one call = one control step of every environment. With contact, every reset puts
@@ -239,12 +243,17 @@ int main(int argc, char** argv) {
   Options o;
   bool kick = false;
   double terrain = -1;  // < 0: the plane
+  bool self_collisions = false;
   const std::string command = command_line(argc, argv);
   try {
     for (int i = 1; i < argc; ++i) {
       if (parse_common_option(argc, argv, i, o)) continue;
       if (std::string(argv[i]) == "--kick") {
         kick = true;
+        continue;
+      }
+      if (std::string(argv[i]) == "--self-collisions") {
+        self_collisions = true;
         continue;
       }
       if (std::string(argv[i]) == "--terrain" && i + 1 < argc) {
@@ -267,6 +276,24 @@ int main(int argc, char** argv) {
       for (double& z : h) z = height(rng);
       table_model = moreau::with_heightfield(model, h, 201, 201, 0.1, 0.1, -10.0, -10.0);
       std::printf("terrain: 201 x 201 heights 0.1 m apart, uniform in +-%g m (the table's rows)\n", terrain);
+    }
+    if (self_collisions) {
+      std::vector<int> bodies;  // with contact points
+      for (int b : model.con_body)
+        if (std::find(bodies.begin(), bodies.end(), b) == bodies.end()) bodies.push_back(b);
+      const auto above = [&](int a, int b) {  // a is b or an ancestor of b
+        for (; b >= 0; b = model.body_parent[b])
+          if (b == a) return true;
+        return false;
+      };
+      std::vector<std::pair<std::string, std::string>> pairs;
+      for (size_t i = 0; i < bodies.size(); ++i)
+        for (size_t j = i + 1; j < bodies.size(); ++j)
+          if (!above(bodies[i], bodies[j]) && !above(bodies[j], bodies[i]))
+            pairs.emplace_back(model.body_name[bodies[i]], model.body_name[bodies[j]]);
+      table_model = moreau::with_self_collisions(table_model, pairs);
+      std::printf("self-collisions: %zu body pairs, %d contact pairs (the table's rows)\n", pairs.size(),
+                  table_model.npair);
     }
     const int per_reset = std::max(1, static_cast<int>(kResetSimSeconds / (model.timestep * model.decimation)));
     const bool cuda = o.cuda && moreau::cuda_available();
@@ -318,6 +345,7 @@ int main(int argc, char** argv) {
 
     json out = json_header("forward", model, o, command);
     if (terrain >= 0) out["terrain_height"] = terrain;
+    if (self_collisions) out["contact_pairs"] = table_model.npair;
     for (const Row& r : rows) out["rows"].push_back(row_json(r));
     if (cuda) out["machine"]["gpu"] = gpu;
     out["mujoco"]["version"] = mj_versionString();
