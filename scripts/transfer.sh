@@ -55,7 +55,9 @@ declare -A effects=([nominal]='{}'
   [action_delay]='{"action_delay_prob": 0.5}'
   [torque_speed_8]='{"drive_max_velocity": 8.0}'
   [knee_contacts]='{"knee_contacts": true}'
-  [spin_friction_0.02]='{"spin_friction": 0.02, "randomize_spin_friction": false}')
+  [spin_friction_0.02]='{"spin_friction": 0.02, "randomize_spin_friction": false}'
+  [self_collisions]='{"self_collisions": true}'
+  [self_collisions_knees]='{"self_collisions": true, "knee_contacts": true}')
 for name in shipped $names; do
   policy="$out/$name/policy.pt"
   [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
