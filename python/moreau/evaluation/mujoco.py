@@ -18,7 +18,7 @@ evaluation (moreau.evaluation.evaluate, hard contact unless ``--contact``) with 
 settings, and both side by side.
 
 The robot: by default ``moreau.export_mjcf`` of the task's model with a ground plane; the
-exported contact spheres (the feet) collide with it (condim 3, elliptic cone, MuJoCo's default
+exported contact spheres (the feet) collide with it and with each other (condim 3, elliptic cone, MuJoCo's default
 solver and soft-contact parameters), with the model's joint limits, damping and friction loss
 (MuJoCo's soft limit and friction-loss constraints; the task's per-environment friction-loss
 scale and motor strength are not drawn there: MuJoCo runs the nominal drives). With ``--mjcf FILE`` a
