@@ -9,7 +9,8 @@
 # SHAC policy on the same terrain (results/rough/flat_shac_walk/) as the baseline. Method
 # shac_bodies is SHAC with the trunk's, thighs' and shanks' collision shapes against the terrain
 # (task option body_contacts, legged_gym's shapes; the trunk touching is a fall), evaluated so, and
-# the feet-and-knees SHAC policy evaluated with them too (results/rough/shac/eval_hard_bodies.json).
+# the feet-and-knees SHAC policy evaluated with them too, at the same iteration with --until
+# (results/rough/shac/eval_hard_bodies[_IT].json; its run runs/rough_shac_s0 must hold model_IT.pt).
 # Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
 # --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
 # Usage: bash scripts/rough.sh [--until IT] [shac] [ppo] [shac_bodies]
@@ -40,9 +41,14 @@ wait
 for method in "${methods[@]}"; do
   publish_run "runs/rough_${method}_s0" "$out/$method" "$until" --num-envs 500
 done
-if [[ " ${methods[*]} " == *" shac_bodies "* ]] && [ ! -s "$out/shac/eval_hard_bodies.json" ]; then
-  python3 -W ignore::UserWarning -m moreau.evaluation.evaluate "$out/shac/policy.pt" --contact hard --num-envs 500 \
-    --task-config '{"body_contacts": true}' --json "$out/shac/eval_hard_bodies.json" --sim-threads 1
+if [[ " ${methods[*]} " == *" shac_bodies "* ]]; then  # the feet-and-knees policy on the same terms
+  suffix=${until:+_$until}
+  if [ -n "$until" ] && [ ! -s "$out/shac/policy$suffix.pt" ]; then
+    python3 -m moreau.trainers.checkpoints strip "runs/rough_shac_s0/model_$until.pt" "$out/shac/policy$suffix.pt"
+  fi
+  [ -s "$out/shac/eval_hard_bodies$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
+    "$out/shac/policy$suffix.pt" --contact hard --num-envs 500 --task-config '{"body_contacts": true}' \
+    --json "$out/shac/eval_hard_bodies$suffix.json" --plot "$out/shac/walk_hard_bodies$suffix.png" --sim-threads 1
 fi
 flat="$out/flat_shac_walk"
 mkdir -p "$flat"
