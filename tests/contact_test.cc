@@ -10,7 +10,6 @@
 #include <memory>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "kernels/contact.h"
@@ -509,18 +508,8 @@ void expect_cuda_matches_cpu(const Model& model, bool origins) {
 TEST(Contact, EachFreeBodyRestsOnTheGroundUnderItself) {
   RobotSpec spec;
   spec.name = "two_balls";
-  for (const auto& [name, mass, x] : {std::tuple{"a", 1.0, 0.0}, std::tuple{"b", 2.0, 1.0}}) {
-    BodySpec b;
-    b.name = name;
-    b.joint.type = JointType::Free;
-    b.pos = {x, 0, 1};
-    b.mass = mass;
-    b.inertia = {1e-3 * mass, 1e-3 * mass, 1e-3 * mass, 0, 0, 0};
-    ContactSpec c;
-    c.radius = 0.05;
-    b.contacts.push_back(c);
-    spec.bodies.push_back(b);
-  }
+  spec.bodies = {test::sphere_body("a", "", JointType::Free, {0, 0, 1}, 1.0),
+                 test::sphere_body("b", "", JointType::Free, {1, 0, 1}, 2.0)};
   const Model model = compile(spec);
   for (ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth}) {
     SCOPED_TRACE(contact_mode_name(mode));

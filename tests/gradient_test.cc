@@ -993,22 +993,12 @@ TEST(SpinFrictionGradient, FloatAndDoubleGradientsAgree) {
 // the ground): two free balls pressed 0.2 mm into each other, closing and sliding across one
 // another; and a free base with two arms whose tip spheres touch, the pair's two halves sharing
 // the base's dofs, the tips sticking or sliding along each other.
+// test::sphere_body with an off-centre mass and a full inertia tensor.
 BodySpec pair_body(const std::string& name, const std::string& parent, JointType type, std::array<double, 3> pos,
                    double mass, std::array<double, 3> com, std::array<double, 3> sphere) {
-  BodySpec b;
-  b.name = name;
-  b.parent = parent;
-  b.joint.type = type;
-  b.joint.axis = {1, 0, 0};
-  b.pos = pos;
-  b.mass = mass;
+  BodySpec b = test::sphere_body(name, parent, type, pos, mass, sphere);
   b.com = com;
   b.inertia = {0.02 * mass, 0.025 * mass, 0.015 * mass, 0.001 * mass, 0, -0.002 * mass};
-  ContactSpec c;
-  c.name = name + "_sphere";
-  c.pos = sphere;
-  c.radius = 0.05;
-  b.contacts.push_back(c);
   return b;
 }
 

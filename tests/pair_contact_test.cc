@@ -18,29 +18,15 @@ namespace {
 
 using Vec = std::vector<double>;
 
-// A sphere of radius 0.05 m at the origin of a root body of mass m, on a joint of `type` (a
-// slider along x, or free), at x = x0, z = 1 m, away from the ground; no gravity.
-BodySpec sphere_body(const std::string& name, JointType type, double m, double x0) {
-  BodySpec b;
-  b.name = name;
-  b.joint.type = type;
-  b.joint.axis = {1, 0, 0};
-  b.pos = {x0, 0, 1};
-  b.mass = m;
-  const double i = 0.4 * m * 0.05 * 0.05;
-  b.inertia = {i, i, i, 0, 0, 0};
-  ContactSpec c;
-  c.name = name + "_sphere";
-  c.radius = 0.05;
-  b.contacts.push_back(c);
-  return b;
-}
+using test::sphere_body;
 
+// Two root bodies of masses ma, mb on joints of `type` (sliders along x, or free), spheres of
+// radius 0.05 m at x = ∓0.2 m, z = 1 m, away from the ground; no gravity.
 Model two_bodies(JointType type, double ma, double mb) {
   RobotSpec spec;
   spec.name = "two_bodies";
   spec.gravity = {0, 0, 0};
-  spec.bodies = {sphere_body("a", type, ma, -0.2), sphere_body("b", type, mb, 0.2)};
+  spec.bodies = {sphere_body("a", "", type, {-0.2, 0, 1}, ma), sphere_body("b", "", type, {0.2, 0, 1}, mb)};
   return with_self_collisions(compile(spec), {{"a", "b"}});
 }
 
@@ -116,7 +102,8 @@ TEST(PairContact, FreeBallsMeetObliquelyConservingMomentum) {
 TEST(PairContact, SelfCollisionListsNameBadBodies) {
   RobotSpec spec;
   spec.name = "two_bodies";
-  spec.bodies = {sphere_body("a", JointType::Free, 1, -0.2), sphere_body("b", JointType::Free, 1, 0.2)};
+  spec.bodies = {sphere_body("a", "", JointType::Free, {-0.2, 0, 1}, 1),
+                 sphere_body("b", "", JointType::Free, {0.2, 0, 1}, 1)};
   BodySpec bare;
   bare.name = "bare";
   bare.parent = "a";

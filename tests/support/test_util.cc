@@ -130,6 +130,25 @@ Model cylinder_model() {
   return compile(spec);
 }
 
+BodySpec sphere_body(const std::string& name, const std::string& parent, JointType type, std::array<double, 3> pos,
+                     double mass, std::array<double, 3> sphere, double radius) {
+  BodySpec b;
+  b.name = name;
+  b.parent = parent;
+  b.joint.type = type;
+  b.joint.axis = {1, 0, 0};
+  b.pos = pos;
+  b.mass = mass;
+  const double i = 0.4 * mass * radius * radius;
+  b.inertia = {i, i, i, 0, 0, 0};
+  ContactSpec c;
+  c.name = name + "_sphere";
+  c.pos = sphere;
+  c.radius = radius;
+  b.contacts.push_back(c);
+  return b;
+}
+
 std::string asset(const std::string& name) { return std::string(MOREAU_ASSETS_DIR "/robots/") + name; }
 
 std::string refdata(const std::string& path) { return std::string(MOREAU_REFDATA_DIR "/") + path; }

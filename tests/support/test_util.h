@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -91,6 +92,12 @@ std::vector<double> central(const std::function<std::vector<double>()>& f, doubl
 // A free cylinder, 1.5 kg, radius 0.05 m, half-length 0.1 m along its z axis, its contact
 // the 16 rim points (ContactSpec::Kind::Cylinder).
 Model cylinder_model();
+
+// A body `name` under `parent` ("" for the world) on a joint of `type` (a hinge or slider along
+// x), placed at `pos`, of mass `mass` with a solid sphere's inertia 0.4 mass radius² about its
+// origin, and one contact sphere of `radius` at `sphere` (body frame) named <name>_sphere.
+BodySpec sphere_body(const std::string& name, const std::string& parent, JointType type, std::array<double, 3> pos,
+                     double mass, std::array<double, 3> sphere = {0, 0, 0}, double radius = 0.05);
 
 // MOREAU_ASSETS_DIR "/robots/" + name
 std::string asset(const std::string& name);
