@@ -70,7 +70,7 @@ enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3 };
 // J_b's values). Half h of row r is at J + (r + h kRows) kChain over the chain of block
 // b + h kBlocks (b = row_block(r)); a block without a second half has nd[b + kBlocks] = 0.
 // Everything built from J is linear in it: Y, c = J v, G's blocks and the impulse's velocity sum
-// over the halves, each half on its own chain (row_halves).
+// over the halves, each half on its own chain (block_halves, row_dot, row_axpy, row_add_outer).
 template <class S, class D = MaxDims>
 struct ContactScratch {
   int n;                            // active contacts
@@ -322,7 +322,6 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.con[i] = m.ncon + k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
-    normal[i] = frame[0];
     contact_chain(m, ba, cs, i);
     contact_chain(m, bb, cs, i + D::kBlocks);
     if (!columns) dof_world_columns(m, ws, X0, omega, u);
