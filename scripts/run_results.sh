@@ -25,3 +25,27 @@ publish_run() {
     "$run/log.csv" "$dest/log$suffix.csv.xz"
   published_suffix=$suffix
 }
+
+# evaluate_effects POLICY DEST: moreau's evaluation protocol under hard contact with one
+# perturbation of the robot at a time (transfer_effects: the drives, randomisations, extra contacts
+# and the legs colliding) into DEST/effects/NAME.json (moreau.evaluation.sim2sim_table --effects).
+declare -A transfer_effects=([nominal]='{}'
+  [damping_0.5]='{"joint_damping": 0.5}'
+  [frictionloss_0.1x]='{"joint_frictionloss": 0.1, "randomize_frictionloss": true, "frictionloss_scale_range": [0.0, 2.0]}'
+  [menagerie_drives]='{"joint_damping": 1.0, "joint_frictionloss": 0.1, "randomize_frictionloss": false}'
+  [motor_strength]='{"randomize_motor_strength": true, "motor_strength_range": [0.9, 1.1]}'
+  [action_delay]='{"action_delay_prob": 0.5}'
+  [torque_speed_8]='{"drive_max_velocity": 8.0}'
+  [knee_contacts]='{"knee_contacts": true}'
+  [spin_friction_0.02]='{"spin_friction": 0.02, "randomize_spin_friction": false}'
+  [self_collisions]='{"self_collisions": true}'
+  [self_collisions_knees]='{"self_collisions": true, "knee_contacts": true}')
+evaluate_effects() {
+  local policy=$1 dest=$2 e
+  mkdir -p "$dest/effects"
+  for e in "${!transfer_effects[@]}"; do
+    [ -s "$dest/effects/$e.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate "$policy" \
+      --contact hard --sim-threads 1 --plot none --task-config "${transfer_effects[$e]}" \
+      --json "$dest/effects/$e.json" > /dev/null
+  done
+}

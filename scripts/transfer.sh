@@ -9,13 +9,15 @@
 # (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
 # and the policy file and compressed log in results/transfer/NAME/. The shipped policy's table
 # is results/transfer/shipped. Each randomisation's effect: every policy evaluated by moreau's
-# protocol with one perturbation of its robot at a time (EFFECTS below; NAME/effects/*.json).
+# protocol with one perturbation of its robot at a time (evaluate_effects in
+# scripts/run_results.sh; NAME/effects/*.json).
 # Training resumes from the newest checkpoint in runs/ (--resume auto); finished evaluations are
 # kept. How close each policy brings its legs to each other: NAME/leg_clearance.json
 # (moreau.evaluation.leg_clearance).
 # Usage: bash scripts/transfer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/run_results.sh
 out=results/transfer
 mkdir -p runs "$out"
 names="walk_transfer walk_transfer_nosep walk_transfer_hard walk_transfer_spin"
@@ -46,25 +48,10 @@ for name in shipped $names; do
   [ -s "$out/$name/leg_clearance.json" ] || python3 -m moreau.evaluation.leg_clearance "$policy" \
     --json "$out/$name/leg_clearance.json"
 done
-# one perturbation at a time, moreau's protocol under hard contact
-declare -A effects=([nominal]='{}'
-  [damping_0.5]='{"joint_damping": 0.5}'
-  [frictionloss_0.1x]='{"joint_frictionloss": 0.1, "randomize_frictionloss": true, "frictionloss_scale_range": [0.0, 2.0]}'
-  [menagerie_drives]='{"joint_damping": 1.0, "joint_frictionloss": 0.1, "randomize_frictionloss": false}'
-  [motor_strength]='{"randomize_motor_strength": true, "motor_strength_range": [0.9, 1.1]}'
-  [action_delay]='{"action_delay_prob": 0.5}'
-  [torque_speed_8]='{"drive_max_velocity": 8.0}'
-  [knee_contacts]='{"knee_contacts": true}'
-  [spin_friction_0.02]='{"spin_friction": 0.02, "randomize_spin_friction": false}'
-  [self_collisions]='{"self_collisions": true}'
-  [self_collisions_knees]='{"self_collisions": true, "knee_contacts": true}')
 for name in shipped $names; do
   policy="$out/$name/policy.pt"
   [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
-  mkdir -p "$out/$name/effects"
-  for e in "${!effects[@]}"; do
-    [ -s "$out/$name/effects/$e.json" ] || python3 -m moreau.evaluation.evaluate "$policy" --contact hard --sim-threads 1       --plot none --task-config "${effects[$e]}" --json "$out/$name/effects/$e.json" > /dev/null
-  done
+  evaluate_effects "$policy" "$out/$name"
 done
 tables=("$out/shipped")
 for name in $names; do tables+=("$out/$name"); done
