@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# results/transfer/ppo_transfer{,_hard}: Study B's two PPO methods retrained with what moreau now
+# simulates and randomises, beside SHAC's walk_transfer and walk_transfer_hard (scripts/transfer.sh).
+# rsl_rl's PPO with Study B's budget (legged_gym's 1,500 iterations of 2,048 environments x 24
+# steps, 73.7 M samples) on the trot_transfer task (damped drives with friction loss, friction-loss
+# scale and motor strength randomised, joint limits, feet_separation), through smooth contact
+# (ppo_transfer) and hard contact (ppo_transfer_hard), seed 0 each, side by side on one core each
+# (resumable: runs/<name>_s0); then for each and, while they train, for Study B's own PPO policies
+# (results/study_b/policies, the "before" rows: study_b_ppo_smooth, study_b_ppo_hard): moreau's
+# evaluation protocol under hard contact (128 environments x 20 s; for Study B's, effects/nominal),
+# each perturbation's effect (effects/, the legs colliding among them), how close the legs come (leg_clearance.json) and the
+# sim-to-sim table (scripts/sim2sim.sh), as scripts/transfer.sh lays them out. Finished files are
+# kept. --until IT: train to iteration IT only and publish that checkpoint (policy_IT.pt,
+# eval_hard_IT.json, log_IT.csv.xz, the rest in iteration_IT/).
+# Usage: bash scripts/transfer_ppo.sh [--until IT]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/run_results.sh
+until=""
+if [ "${1:-}" = "--until" ]; then until=${2:?--until IT}; fi
+out=results/transfer
+mkdir -p runs "$out"
+declare -A contact=([ppo_transfer]=smooth [ppo_transfer_hard]=hard)
+train() {
+  local run="runs/$1_s0"
+  python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset trot_transfer \
+    --contact "${contact[$1]}" --iterations 1500 --num-envs 2048 --steps-per-env 24 --save-interval 25 \
+    --seed 0 --log-dir "$run" --n-threads 1 --torch-threads 1 --resume auto --eval-steps 0 \
+    ${until:+--until "$until"} > "$run.out" 2>&1
+}
+# evaluate_transfer POLICY FOLDER: the perturbations' effects, the legs' clearance, the sim-to-sim table
+evaluate_transfer() {
+  evaluate_effects "$1" "$2"
+  [ -s "$2/leg_clearance.json" ] || python3 -m moreau.evaluation.leg_clearance "$1" --json "$2/leg_clearance.json"
+  bash scripts/sim2sim.sh "$1" "$2"
+}
+before() {
+  local method
+  for method in ppo_smooth ppo_hard; do
+    evaluate_transfer "results/study_b/policies/$method.pt" "$out/study_b_$method"
+  done
+}
+after() {
+  publish_run "runs/$1_s0" "$out/$1" "$until"
+  evaluate_transfer "$out/$1/policy$published_suffix.pt" "$out/$1${published_suffix:+/iteration$published_suffix}"
+}
+before > runs/transfer_ppo_before.out 2>&1 & train ppo_transfer & train ppo_transfer_hard & wait
+after ppo_transfer & after ppo_transfer_hard & wait
