@@ -2,7 +2,7 @@
 
     python3 bench/contact_solver.py [--contact hard,smooth] [--envs 256] [--repeats 5]
                                     [--policy results/shac_walk/policy.pt] [--spin-friction 0,0.02]
-                                    [--json-out PATH]
+                                    [--drives DAMPING,FRICTIONLOSS] [--json-out PATH]
 
 moreau-bench-forward times a standing robot, whose four feet stick: the block Gauss-Seidel
 solve then takes about 4 sweeps. This benchmark times state sets where feet slide, lift and
@@ -13,6 +13,11 @@ land, each a list of batches of (q, v, action, friction, added base mass):
 - walking: the states along the shipped SHAC policy's trot (``--policy``) under hard contact,
   moreau.evaluation.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
   control step of 4 s.
+
+``--drives 0.5,0.1`` puts a viscous damping [N m s/rad] and a friction loss [N m] on every leg
+joint (the ``trot_transfer`` task's drives): the friction-loss rows then join every solve;
+``--no-limits`` takes the joint limits out (their rows join a solve where a joint is within reach
+of its limit).
 
 For each set, contact mode and spin friction μ_spin (``--spin-friction``, a list; default 0: none)
 it reports the solve's sweeps per control step (the largest over
@@ -36,14 +41,31 @@ import moreau
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def standing(envs: int):
-    sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=envs, contact="hard", n_threads=1)
+def robot(drives, limits: bool = True):
+    """ANYmal C, with (damping, friction loss) on every revolute joint unless drives is None, and
+    without its joint limits unless limits."""
+    if drives is None and limits:
+        return moreau.load(moreau.asset("anymal_c.json"))
+    with open(moreau.asset("anymal_c.json")) as f:
+        spec = json.load(f)
+    for body in spec["bodies"]:
+        joint = body.get("joint", {})
+        if joint.get("type") == "revolute" and drives is not None:
+            joint["damping"], joint["frictionloss"] = drives
+        if not limits:
+            joint.pop("range", None)
+            joint.pop("limited", None)
+    return moreau.load_model_from_string(json.dumps(spec), source=moreau.asset("anymal_c.json"))
+
+
+def standing(model, envs: int):
+    sim = moreau.Simulator(model, n_env=envs, contact="hard", n_threads=1)
     sim.step(int(round(1.0 / (sim.model.timestep * sim.model.decimation))))
     return sim.q.clone(), sim.v.clone(), sim.action.clone()
 
 
-def perturbed(envs: int, seed: int = 0):
-    q, v, a = standing(envs)
+def perturbed(model, envs: int, seed: int = 0):
+    q, v, a = standing(model, envs)
     g = torch.Generator().manual_seed(seed)
     return [(q, v + 0.5 * torch.randn(v.shape, generator=g, dtype=v.dtype),
              a + 0.3 * torch.randn(a.shape, generator=g, dtype=a.dtype), None, None)]
@@ -67,8 +89,8 @@ def walking(envs: int, policy_path: str, seconds: float = 4.0, every: int = 5):
     return batches
 
 
-def run(batches, envs: int, contact: str, repeats: int, spin: float = 0.0):
-    sim = moreau.Simulator(moreau.asset("anymal_c.json"), n_env=envs, contact=contact, n_threads=1)
+def run(model, batches, envs: int, contact: str, repeats: int, spin: float = 0.0):
+    sim = moreau.Simulator(model, n_env=envs, contact=contact, n_threads=1)
     sim.set_param("spin_friction", spin)
     physics = envs * sim.model.decimation * sim.substeps
     passes, sweeps = [], []
@@ -103,25 +125,31 @@ def main(argv=None) -> int:
     p.add_argument("--policy", default=os.path.join(ROOT, "results", "shac_walk", "policy.pt"),
                    help="'none': no walking set")
     p.add_argument("--spin-friction", default="0", help="comma-separated μ_spin values [m]")
+    p.add_argument("--drives", default=None, metavar="DAMPING,FRICTIONLOSS",
+                   help="damping [N m s/rad] and friction loss [N m] on every leg joint (default: the file's)")
+    p.add_argument("--no-limits", action="store_true", help="without the robot file's joint limits")
     p.add_argument("--json-out", default=None)
     a = p.parse_args(argv)
     if a.envs % 32:
         raise SystemExit("contact_solver.py: --envs must be a multiple of 32")
     torch.set_num_threads(1)
-    q, v, act = standing(a.envs)
-    sets = {"standing": [(q, v, act, None, None)], "perturbed": perturbed(a.envs)}
+    drives = None if a.drives is None else tuple(float(x) for x in a.drives.split(","))
+    model = robot(drives, limits=not a.no_limits)
+    q, v, act = standing(model, a.envs)
+    sets = {"standing": [(q, v, act, None, None)], "perturbed": perturbed(model, a.envs)}
     if a.policy != "none":
         sets["walking"] = walking(a.envs, a.policy)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} CPUs  "
-          f"load {os.getloadavg()[0]:.1f}  moreau {moreau.__file__}")
+          f"load {os.getloadavg()[0]:.1f}  moreau {moreau.__file__}  drives {drives}  limits {not a.no_limits}")
     print(f"{'contact':8s} {'spin':>5s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "
           f"{'at cap':>6s} {'warp max':>8s} {'ns/step':>8s}")
     rows = []
     for contact in a.contact.split(","):
         for spin in (float(x) for x in a.spin_friction.split(",")):
             for name, batches in sets.items():
-                r = run(batches, a.envs, contact, a.repeats, spin)
-                r.update(contact=contact, spin_friction=spin, states=name, envs=a.envs)
+                r = run(model, batches, a.envs, contact, a.repeats, spin)
+                r.update(contact=contact, spin_friction=spin, states=name, envs=a.envs, drives=drives,
+                         limits=not a.no_limits, policy=a.policy)
                 rows.append(r)
                 print(f"{contact:8s} {spin:5.3f} {name:10s} {r['solves']:7d} {r['sweeps_mean']:6.2f} {r['sweeps_median']:6.0f} "
                       f"{r['sweeps_p99']:5.0f} {r['sweeps_max']:5.0f} {r['at_cap']:6d} {r['warp32_max_mean']:8.1f} "
