@@ -735,6 +735,85 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
   return true;
 }
 
+// Subspace minimisation for pgs_solve, hard contact (every gate w = 1, the normals free): the rows
+// whose class the sweeps have settled (a sticking contact's three, P_n > 0 inside its cone; a
+// limit that pushes, P > 0; a friction-loss or spin row inside its bound) solved together for
+// γ_A = 0, the other rows' impulses held: G_AA δ = −γ_A by conjugate gradients from δ = 0 (G_AA is
+// symmetric positive semidefinite; redundant rows, as hips on their stops above sticking feet, make
+// it singular and Gauss–Seidel slow, and CG still converges in its range). The step is taken only
+// where every row of A stays in its cone or bound; then the next sweep finds the rows converged
+// if their classes were right, and goes on from the step if not.
+template <class S, class D>
+MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance) {
+  const int nr = solve_rows(cs), nc = 3 * cs.n;
+  const S inside = S(1) - S(1e-4);
+  int A[D::kRows];
+  int na = 0;
+  for (int i = 0; i < cs.n; ++i) {
+    const S* P = cs.P + 3 * i;
+    if (P[0] > 0 && P[1] * P[1] + P[2] * P[2] < mu * mu * P[0] * P[0] * inside * inside)
+      for (int a = 0; a < 3; ++a) A[na++] = 3 * i + a;
+  }
+  for (int k = 0; k < cs.nj; ++k) {
+    const S p = cs.P[nc + k];
+    if (!(unilateral(cs, cs.n + k) ? p > 0 : mabs(p) < row_bound(cs, k) * inside)) continue;
+    // a dof's friction-loss row is its pushing limit's row again (±e_d): the limit's alone
+    bool twin = false;
+    for (int l = 0; l < cs.nj && cs.jkind[k] == kRowFriction; ++l)
+      twin = twin || (unilateral(cs, cs.n + l) && cs.jdof[l] == cs.jdof[k] && cs.P[nc + l] > 0);
+    if (!twin) A[na++] = nc + k;
+  }
+  if (na == 0) return;
+  S x[D::kRows], r[D::kRows], d[D::kRows], q[D::kRows];
+  S rr = 0;
+  for (int a = 0; a < na; ++a) {
+    x[a] = 0;
+    r[a] = d[a] = -gt[A[a]];
+    rr += r[a] * r[a];
+  }
+  // ‖G_AA δ + γ_A‖ ≤ tolerance / 1000, and nothing to do below 1e-12 m/s (a solve run with
+  // tolerance 0)
+  const S stop = mmax(S(1e-6) * tolerance * tolerance, S(1e-24));
+  if (!(rr > stop)) return;
+  for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
+    S dq = 0;
+    for (int a = 0; a < na; ++a) {
+      const S* Ga = cs.G + A[a] * nr;
+      S v = 0;
+      for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
+      q[a] = v;
+      dq += d[a] * v;
+    }
+    if (!(dq > 0)) break;
+    const S alpha = rr / dq;
+    S rr1 = 0;
+    for (int a = 0; a < na; ++a) {
+      x[a] += alpha * d[a];
+      r[a] -= alpha * q[a];
+      rr1 += r[a] * r[a];
+    }
+    const S beta = rr1 / rr;
+    rr = rr1;
+    for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
+  }
+  S dP[D::kRows];
+  for (int r0 = 0; r0 < nr; ++r0) dP[r0] = 0;
+  for (int a = 0; a < na; ++a) dP[A[a]] = x[a];
+  for (int i = 0; i < cs.n; ++i) {
+    const S* P = cs.P + 3 * i;
+    const S pn = P[0] + dP[3 * i], p1 = P[1] + dP[3 * i + 1], p2 = P[2] + dP[3 * i + 2];
+    if (dP[3 * i] != 0 && !(pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn)) return;
+  }
+  for (int k = 0; k < cs.nj; ++k) {
+    const S p = cs.P[nc + k] + dP[nc + k];
+    if (dP[nc + k] != 0 && !(unilateral(cs, cs.n + k) ? p >= 0 : mabs(p) <= row_bound(cs, k))) return;
+  }
+  for (int a = 0; a < na; ++a) {
+    axpy(x[a], cs.G + A[a] * nr, gt, nr);
+    cs.P[A[a]] += x[a];
+  }
+}
+
 // Projected Gauss–Seidel on 3x3 blocks (block Gauss–Seidel with a local solve per contact), for
 // a symmetric G (the Delassus matrix; its gradient is then the symmetric part of adj_pgs_solve's
 // Ḡ). For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
@@ -760,6 +839,9 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // One-row blocks (spin rows, limits, friction loss) follow the contacts in every sweep, each
 // solved exactly on its own row, a spin row bounded by its contact's current P_n (docs/contact.md,
 // "Joint rows" and "Spin friction").
+// Hard contact (every gate 1, the normals free) whose sweeps have not converged after 8, 16, 32,
+// ... sweeps takes a subspace_step: rows that stick or push on a limit above sticking feet are
+// nearly redundant, and Gauss–Seidel alone then crept for hundreds of sweeps.
 // Residual: the largest contact_violation of a sweep (each contact measured before its update)
 // [m/s]. Returns the number of sweeps; *residual gets the last residual.
 template <class S, class D>
@@ -822,6 +904,8 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     if (pnew != cs.P[r]) axpy(wk * (pnew - cs.P[r]), cs.G + r * nr, gt, nr);
     cs.P[r] = pnew;
   };
+  bool subspace = !fixed_normal;
+  for (int b = 0; b < cs.n + cs.nj; ++b) subspace = subspace && cs.w[b] == S(1);
   int it = 0;
   while (it < max_iterations) {
     ++it;
@@ -880,6 +964,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     }
     for (int k = 0; k < cs.nj; ++k) solve_row(k);
     if (res <= tolerance) break;
+    if (subspace && it >= 8 && (it & (it - 1)) == 0) subspace_step(cs, gt, mu, tolerance);
   }
   *residual = res;
   return it;
