@@ -740,7 +740,7 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // limit that pushes, P > 0; a friction-loss or spin row inside its bound) solved together for
 // γ_A = 0, the other rows' impulses held: G_AA δ = −γ_A by conjugate gradients from δ = 0 (G_AA is
 // symmetric positive semidefinite; redundant rows, as hips on their stops above sticking feet, make
-// it singular and Gauss–Seidel slow, and CG still converges in its range). The step is taken only
+// it singular and Gauss–Seidel slow; CG runs on G_AA + εI, below). The step is taken only
 // where every row of A stays in its cone or bound; then the next sweep finds the rows converged
 // if their classes were right, and goes on from the step if not.
 template <class S, class D>
@@ -775,11 +775,17 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
   // tolerance 0)
   const S stop = mmax(S(1e-6) * tolerance * tolerance, S(1e-24));
   if (!(rr > stop)) return;
+  // (G_AA + ε I) with ε a millionth of its largest diagonal entry: redundant rows (a box's four
+  // corners on the ground) leave G_AA singular, and the damping keeps the split of their impulse
+  // from following round-off
+  S eps = 0;
+  for (int a = 0; a < na; ++a) eps = mmax(eps, cs.G[A[a] * nr + A[a]]);
+  eps *= S(1e-6);
   for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
     S dq = 0;
     for (int a = 0; a < na; ++a) {
       const S* Ga = cs.G + A[a] * nr;
-      S v = 0;
+      S v = eps * d[a];
       for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
       q[a] = v;
       dq += d[a] * v;
