@@ -2,7 +2,7 @@
 
     python3 bench/contact_solver.py [--contact hard,smooth] [--envs 256] [--repeats 5]
                                     [--policy results/shac_walk/policy.pt] [--spin-friction 0,0.02]
-                                    [--drives DAMPING,FRICTIONLOSS] [--json-out PATH]
+                                    [--drives DAMPING,FRICTIONLOSS] [--no-limits] [--json-out PATH]
 
 moreau-bench-forward times a standing robot, whose four feet stick: the block Gauss-Seidel
 solve then takes about 4 sweeps. This benchmark times state sets where feet slide, lift and
@@ -25,7 +25,8 @@ its physics steps, ``Simulator.solver_iterations``): mean, median, 99th percenti
 many reached the cap; the mean over groups of 32 environments of their largest count (a CUDA
 warp runs as long as its slowest thread); and the stateful step's time per physics step (one
 simulator thread, the calling thread's CPU time, so that other work on a shared machine counts
-less; the median over ``--repeats`` passes over the set).
+less; the median over ``--repeats`` passes over the set; tables before 2026-12-06 were taken in
+wall-clock time).
 """
 from __future__ import annotations
 
