@@ -802,17 +802,15 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
     rr = rr1;
     for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
   }
-  S dP[D::kRows];
-  for (int r0 = 0; r0 < nr; ++r0) dP[r0] = 0;
-  for (int a = 0; a < na; ++a) dP[A[a]] = x[a];
-  for (int i = 0; i < cs.n; ++i) {
-    const S* P = cs.P + 3 * i;
-    const S pn = P[0] + dP[3 * i], p1 = P[1] + dP[3 * i + 1], p2 = P[2] + dP[3 * i + 2];
-    if (dP[3 * i] != 0 && !(pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn)) return;
-  }
-  for (int k = 0; k < cs.nj; ++k) {
-    const S p = cs.P[nc + k] + dP[nc + k];
-    if (dP[nc + k] != 0 && !(unilateral(cs, cs.n + k) ? p >= 0 : mabs(p) <= row_bound(cs, k))) return;
+  for (int a = 0; a < na; ++a) {  // every row of A in its cone or bound after the step
+    const int r = A[a];
+    if (r < nc && r % 3 == 0) {  // a contact's three rows are A[a], A[a + 1], A[a + 2]
+      const S pn = cs.P[r] + x[a], p1 = cs.P[r + 1] + x[a + 1], p2 = cs.P[r + 2] + x[a + 2];
+      if (!(pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn)) return;
+    } else if (r >= nc) {
+      const S p = cs.P[r] + x[a];
+      if (!(unilateral(cs, r - nc + cs.n) ? p >= 0 : mabs(p) <= row_bound(cs, r - nc))) return;
+    }
   }
   for (int a = 0; a < na; ++a) {
     axpy(x[a], cs.G + A[a] * nr, gt, nr);
