@@ -348,12 +348,14 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
 }
 
 // Joint rows at q_M, appended to the one-row blocks: for a limited revolute or prismatic joint,
-// its nearer limit when within `threshold` (gap g = q − lo or hi − q); every dof with friction
-// loss F (|P| ≤ h F, F scaled by the environment's frictionloss_scale). J is zero on the row's
-// chain but at its dof: ±1.
+// its nearer limit when within `threshold` (gap g = q − lo or hi − q), or with speculative rows
+// (v_spec = v_free, else null) when g − h max(s v_d, 0) is (s = −1 at the lower limit, +1 at the
+// upper): a joint swings far faster than the threshold's 10 rad/s (a hip at 29 rad/s covers 0.14
+// rad in a 5 ms step); every dof with friction loss F (|P| ≤ h F, F scaled by the environment's
+// frictionloss_scale). J is zero on the row's chain but at its dof: ±1.
 template <class S, class D>
-MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, int env, const S* qM, S h, S threshold,
-                                ContactScratch<S, D>& cs) {
+MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, int env, const S* qM, const S* v_spec, S h,
+                                S threshold, ContactScratch<S, D>& cs) {
   if (m.njrow == 0) return;
   auto add = [&](int d, int qa, int kind, S gap, S bound) {
     const int k = cs.nj++, b = cs.n + k;
@@ -371,8 +373,9 @@ MOREAU_HD void joint_candidates(const ModelView<S, D>& m, const Params<S>& p, in
   for (int j = 0; j < m.nbody; ++j) {
     if (!m.jnt_limited[j] || (m.jnt_type[j] != kJointRevolute && m.jnt_type[j] != kJointPrismatic)) continue;
     const S q = qM[m.jnt_qposadr[j]], lo = q - m.jnt_range[2 * j], hi = m.jnt_range[2 * j + 1] - q;
-    if (mmin(lo, hi) <= threshold)
-      add(m.jnt_dofadr[j], m.jnt_qposadr[j], lo <= hi ? kRowLower : kRowUpper, mmin(lo, hi), S(0));
+    const int kind = lo <= hi ? kRowLower : kRowUpper;
+    const S gap = mmin(lo, hi), vd = v_spec ? v_spec[m.jnt_dofadr[j]] : S(0);
+    if (gap - h * mmax(kind == kRowLower ? -vd : vd, S(0)) <= threshold) add(m.jnt_dofadr[j], m.jnt_qposadr[j], kind, gap, S(0));
   }
   const S scale = p.frictionloss_scale.get(env);
   for (int d = 0; d < m.nv; ++d)
@@ -802,19 +805,34 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
     rr = rr1;
     for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
   }
-  for (int a = 0; a < na; ++a) {  // every row of A in its cone or bound after the step
-    const int r = A[a];
-    if (r < nc && r % 3 == 0) {  // a contact's three rows are A[a], A[a + 1], A[a + 2]
-      const S pn = cs.P[r] + x[a], p1 = cs.P[r + 1] + x[a + 1], p2 = cs.P[r + 2] + x[a + 2];
-      if (!(pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn)) return;
-    } else if (r >= nc) {
-      const S p = cs.P[r] + x[a];
-      if (!(unilateral(cs, r - nc + cs.n) ? p >= 0 : mabs(p) <= row_bound(cs, r - nc))) return;
+  // whether every row of A stays in its cone or bound at P + α x: true on an interval [0, α*]
+  // (the rows' sets are convex, P is in them)
+  auto feasible = [&](S alpha) {
+    for (int a = 0; a < na; ++a) {
+      const int r = A[a];
+      if (r < nc && r % 3 == 0) {  // a contact's three rows are A[a], A[a + 1], A[a + 2]
+        const S pn = cs.P[r] + alpha * x[a], p1 = cs.P[r + 1] + alpha * x[a + 1], p2 = cs.P[r + 2] + alpha * x[a + 2];
+        if (!(pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn)) return false;
+      } else if (r >= nc) {
+        const S p = cs.P[r] + alpha * x[a];
+        if (!(unilateral(cs, r - nc + cs.n) ? p >= 0 : mabs(p) <= row_bound(cs, r - nc))) return false;
+      }
     }
+    return true;
+  };
+  // the whole step, or as far along it as the rows stay feasible (α* bisected to 2⁻¹²): a contact
+  // that creeps towards sliding (its class not settled yet) then reaches its cone's boundary, and
+  // the sweeps take it on from there
+  S alpha = 1;
+  if (!feasible(alpha)) {
+    S lo = 0, hi = 1;
+    for (int k = 0; k < 12; ++k) (feasible((lo + hi) / 2) ? lo : hi) = (lo + hi) / 2;
+    if (!(lo > 0)) return;
+    alpha = lo;
   }
   for (int a = 0; a < na; ++a) {
-    axpy(x[a], cs.G + A[a] * nr, gt, nr);
-    cs.P[A[a]] += x[a];
+    axpy(alpha * x[a], cs.G + A[a] * nr, gt, nr);
+    cs.P[A[a]] += alpha * x[a];
   }
 }
 
@@ -1339,7 +1357,8 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
     cs.n = cs.nj = 0;
     if (mode != kContactNone && contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env)))
       result.status |= kStatusContactsDropped;
-    joint_candidates(m, p, env, qM, h, threshold, cs);
+    const bool speculative = mode != kContactSoft && mode != kContactSmooth && cfg.speculative;
+    joint_candidates(m, p, env, qM, speculative ? v_free : nullptr, h, threshold, cs);
   }
   if (solve_rows(cs) == 0) return result;
   if (!from_active) delassus(m, ws.H, v_free, cs);
