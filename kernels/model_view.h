@@ -99,7 +99,9 @@ MOREAU_HD bool fits(const ModelArrays<S>& m) {
 // Calls f(view) with the model's view in the smallest size class it fits.
 template <class S, class F>
 void with_dims(const ModelArrays<S>& m, F&& f) {
-  if (fits<SmallDims>(m)) {
+  if (fits<QuadrupedDims>(m)) {
+    f(ModelView<S, QuadrupedDims>{m});
+  } else if (fits<SmallDims>(m)) {
     f(ModelView<S, SmallDims>{m});
   } else {
     f(ModelView<S, MaxDims>{m});

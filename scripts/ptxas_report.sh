@@ -21,8 +21,9 @@ awk '
   /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); split(substr($0, RSTART, RLENGTH), r, " ");
                             print name, arch, r[2], frame, st, ld }
 ' "$tmp/ptxas.txt" | while read -r name arch regs frame st ld; do
-  # e.g. pure_step_fwd_kernel<float,Dims<13,18,19,12,8,117,9>>: the scratch's size class (bodies, nv,
-  # nq, nu, contact points, mass-matrix entries, dofs on a root-to-dof path; include/moreau/limits.h)
+  # e.g. pure_step_fwd_kernel<float,Dims<13,18,19,12,4,117,9,12>>: the scratch's size class (bodies, nv,
+  # nq, nu, contact points, mass-matrix entries, dofs on a root-to-dof path, joint rows;
+  # include/moreau/limits.h)
   pretty=$(echo "$name" | c++filt | sed -E 's/^(void )?(moreau::)?(\(anonymous namespace\)::)?//; s/\(.*$//;
                                              s/moreau:://g; s/ //g')
   printf '%-52s %5s %6s %8s %7s %7s\n' "$pretty" "$arch" "$regs" "$frame" "$st" "$ld"

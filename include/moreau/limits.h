@@ -29,8 +29,12 @@ struct Dims {
 // Every model compile() accepts.
 using MaxDims = Dims<kMaxBodies, kMaxNv, kMaxNq, kMaxNu, kMaxContacts>;
 // A quadruped with a free base and four 3-dof legs (ANYmal C, Go1: nM = 21 + 4 (7 + 8 + 9) = 117,
-// chains of 6 + 3 dofs), 8 contact points at most, a limit and a friction loss on each leg
-// joint; it also holds the small models (cube, cart-pole, pendulums).
+// chains of 6 + 3 dofs), its four feet and a limit on each leg joint: ANYmal C as shipped, sized
+// to it (the solve's 28 rows with spin friction; the CUDA kernels' scratch per thread grows with
+// the square of the rows: docs/gpu.md).
+using QuadrupedDims = Dims<13, 18, 19, 12, 4, 117, 9, 12>;
+// The same quadruped with 8 contact points at most (knees or a box's corners), a limit and a
+// friction loss on each leg joint; it also holds the small models (cube, cart-pole, pendulums).
 using SmallDims = Dims<13, 18, 19, 12, 8, 117, 9, 24>;
 
 }  // namespace moreau
