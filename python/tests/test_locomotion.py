@@ -249,6 +249,13 @@ def test_transfer_preset_drives_and_their_randomisation():
     assert "feet_separation" in e.episode_terms
 
 
+def test_joint_limits_option_takes_the_robot_files_limits_out():
+    m = env_(2, push_robots=False).sim.model
+    assert sum(m.jnt_limited) == 12
+    off = env_(2, push_robots=False, joint_limits=False, joint_damping=0.5).sim.model
+    assert sum(off.jnt_limited) == 0 and list(off.dof_damping[6:]) == [0.5] * 12
+
+
 def test_spin_friction_preset_randomises_the_feet_torsional_friction():
     from moreau.tasks.presets import preset_kwargs
     e = env_(64, push_robots=False, **preset_kwargs("trot_transfer_spin"))

@@ -196,7 +196,8 @@ def _collision_points(robot: RobotConfig, spec: Dict, path: str) -> Dict[str, Li
 
 def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     """The configuration's robot (``cfg.robot``, moreau.tasks.robots) with the config's joint damping
-    and friction loss on every leg joint where set, its drives' torque–speed line with
+    and friction loss on every leg joint where set, without its joint limits when ``joint_limits``
+    is False, its drives' torque–speed line with
     ``drive_max_velocity``, and knee contacts with ``knee_contacts`` (the robot's knee spheres added
     to a JSON robot file); only the feet (and knees) keep their contact points, unless ``body_contacts``
     (then with the robot's ``collision_file``'s shapes where it has one); with ``self_collisions``,
@@ -205,12 +206,13 @@ def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
     path = _asset_path(robot.file)
     knees = tuple(robot.knees)
     edits = cfg.joint_damping is not None or cfg.joint_frictionloss is not None or cfg.drive_max_velocity is not None \
-        or (cfg.knee_contacts and robot.knee_sphere is not None) or (cfg.body_contacts and robot.collision_file)
+        or (cfg.knee_contacts and robot.knee_sphere is not None) or (cfg.body_contacts and robot.collision_file) \
+        or not cfg.joint_limits
     if not edits:
         model = moreau.load(path)
     elif not path.endswith(".json"):
-        raise ValueError(f"Locomotion: joint_damping, joint_frictionloss, drive_max_velocity, knee spheres and a "
-                         f"collision_file edit a moreau JSON robot file; {path} is not one")
+        raise ValueError(f"Locomotion: joint_damping, joint_frictionloss, drive_max_velocity, joint_limits, knee "
+                         f"spheres and a collision_file edit a moreau JSON robot file; {path} is not one")
     else:
         with open(path) as f:
             spec = json.load(f)
@@ -236,6 +238,9 @@ def robot_model(cfg: "LocomotionConfig") -> moreau.Model:
                     joint["damping"] = cfg.joint_damping
                 if cfg.joint_frictionloss is not None:
                     joint["frictionloss"] = cfg.joint_frictionloss
+            if not cfg.joint_limits:
+                joint.pop("limited", None)
+                joint.pop("range", None)
         knees += tuple(knee_names)
         model = moreau.load_model_from_string(json.dumps(spec), source=path)
     keep = set(robot.feet) | (set(knees) if cfg.knee_contacts else set())
@@ -302,6 +307,7 @@ class LocomotionConfig:
     damping_scale: Optional[float] = None       # the model's joint damping simulated times this
     joint_frictionloss: Optional[float] = None  # [N m] on every leg joint; None: the model's
     drive_max_velocity: Optional[float] = None  # [rad/s] torque–speed line's zero-torque speed; None: none
+    joint_limits: bool = True                   # False: the robot file's joint limits taken out
     # rewards
     reward_weights: Dict[str, float] = field(default_factory=_default_weights)
     tracking_sigma: float = 0.25
