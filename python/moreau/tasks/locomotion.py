@@ -99,7 +99,8 @@ Drives: ``joint_damping`` and ``joint_frictionloss`` (when set) replace the mode
 and friction loss on every leg joint (JSON robot files); ``damping_scale`` (the robot
 configuration's unless set) scales the model's damping in the simulator; ``drive_max_velocity``
 (when set) gives every actuator a torque–speed line, the torque bound falling from
-``torque_limit`` at rest to 0 at that joint speed.
+``torque_limit`` at rest to 0 at that joint speed. ``joint_limits=False`` takes the robot file's
+joint position limits out (as moreau simulated the robot before it enforced them).
 
 Randomisation: friction μ ~ U[``friction_range``], added base mass ~ U[``added_mass_range``] and,
 when switched on, a friction-loss scale ~ U[``frictionloss_scale_range``] and each actuator's
