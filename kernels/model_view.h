@@ -90,10 +90,11 @@ struct ModelView : ModelArrays<S> {
   using Dims = D;
 };
 
+// (a pair of points takes an active slot as a point does: kActive holds every point and pair)
 template <class D, class S>
 MOREAU_HD bool fits(const ModelArrays<S>& m) {
-  return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu && m.ncon <= D::kContacts &&
-         m.nM <= D::kNM && m.nchain <= D::kChain && m.njrow <= D::kJointRows;
+  return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu &&
+         m.ncon + m.npair <= D::kContacts && m.nM <= D::kNM && m.nchain <= D::kChain && m.njrow <= D::kJointRows;
 }
 
 // Calls f(view) with the model's view in the smallest size class it fits.

@@ -46,6 +46,14 @@ TEST(Dims, EachModelRunsInTheSmallestClassItFits) {
   EXPECT_STREQ(chosen_class(load_model(test::asset("cube.json"))), "small");      // 8 corners > 4
   EXPECT_STREQ(chosen_class(load_model(test::asset("cartpole.json"))), "quadruped");
   EXPECT_STREQ(chosen_class(test::cylinder_model()), "max");  // 16 rim points > 8
+  // feet colliding with each other: a pair takes an active slot as a point does
+  const Model anymal_c = load_model(test::asset("anymal_c.json"));
+  EXPECT_STREQ(chosen_class(with_self_collisions(anymal_c, {{"LF_SHANK", "RF_SHANK"}, {"LH_SHANK", "RH_SHANK"}})),
+               "small");  // 4 points + 2 pairs > 4
+  EXPECT_STREQ(chosen_class(with_self_collisions(anymal_c, {{"LF_SHANK", "RF_SHANK"}, {"LH_SHANK", "RH_SHANK"},
+                                                            {"LF_SHANK", "LH_SHANK"}, {"RF_SHANK", "RH_SHANK"},
+                                                            {"LF_SHANK", "RH_SHANK"}, {"RF_SHANK", "LH_SHANK"}})),
+               "max");  // 4 points + 6 pairs > 8
   Model anymal = load_model(test::asset("anymal_c.json"));
   PackedModel<double> packed(anymal);
   kern::ModelArrays<double> m = view_of(packed);
