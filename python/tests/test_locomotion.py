@@ -256,6 +256,23 @@ def test_joint_limits_option_takes_the_robot_files_limits_out():
     assert sum(off.jnt_limited) == 0 and list(off.dof_damping[6:]) == [0.5] * 12
 
 
+def test_dof_pos_limits_term_acts_outside_the_soft_range():
+    e = env_(3, push_robots=False, reward_weights={"dof_pos_limits": -10.0})
+    m = e.sim.model
+    j = m.jnt_name.index("LF_HAA")
+    lo, hi = m.jnt_range[2 * j], m.jnt_range[2 * j + 1]
+    k = m.jnt_qposadr[j]
+    q = e.q0.repeat(3, 1).clone()
+    # inside the soft range (90 % of [lo, hi] about its middle), 0.01 rad past its upper end, and past the lower
+    q[0, k], q[1, k], q[2, k] = (lo + hi) / 2, (lo + hi) / 2 + 0.45 * (hi - lo) + 0.01, lo
+    v = torch.zeros(3, m.nv, dtype=e.dtype)
+    a = torch.zeros(3, e.num_actions, dtype=e.dtype)
+    t = e.reward_terms(q, v, q, v, a, a, torch.zeros(3, 3, dtype=e.dtype), torch.zeros(3, dtype=torch.bool))
+    expected = torch.tensor([0.0, 0.01, 0.05 * (hi - lo)], dtype=e.dtype)
+    assert torch.allclose(t["dof_pos_limits"], expected, atol=1e-6)
+    assert "dof_pos_limits" in e.episode_terms
+
+
 def test_spin_friction_preset_randomises_the_feet_torsional_friction():
     from moreau.tasks.presets import preset_kwargs
     e = env_(64, push_robots=False, **preset_kwargs("trot_transfer_spin"))

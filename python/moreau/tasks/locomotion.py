@@ -47,7 +47,9 @@ default; ``reward_weights``): ``tracking_lin_vel`` exp(−|cmd_xy − v_xy|² / 
 ANYmal: a differentiable stand-in for the fall that ``termination`` penalises without a gradient),
 ``action_rate`` |a − a_prev|², ``torques`` |τ|² with τ = clip(kp (target − q_j) − kd q̇_j, ±80)
 computed from the state before the step (the torque of the step's first physics substep),
-``dof_acc`` |(q̇_j' − q̇_j) / dt|², ``termination`` (1 on a failure, not on a time-out), and
+``dof_acc`` |(q̇_j' − q̇_j) / dt|², ``dof_pos_limits`` Σ_j max(0, lo_j − q_j') + max(0, q_j' − hi_j)
+over the limited joints, [lo_j, hi_j] the middle ``soft_dof_pos_limit`` of each range (legged_gym's
+term; weight 0 by default), ``termination`` (1 on a failure, not on a time-out), and
 the gait-shaping terms (weight 0 by default; the "trot" task preset of moreau.tasks.presets
 sets them), with
 foot clearances c_j (sphere bottom above the ground) from moreau.kinematics at the step's end:
@@ -142,7 +144,7 @@ __all__ = ["LocomotionConfig", "Locomotion", "quat_rotate", "quat_rotate_inverse
            "config_to_dict", "config_from_dict"]
 
 REWARD_TERMS = ("tracking_lin_vel", "tracking_ang_vel", "lin_vel_z", "ang_vel_xy", "orientation", "base_height",
-                "action_rate", "torques", "dof_acc", "termination", "feet_height", "foot_slip", "feet_air_time",
+                "action_rate", "torques", "dof_acc", "dof_pos_limits", "termination", "feet_height", "foot_slip", "feet_air_time",
                 "feet_separation")
 FOOT_TERMS = ("feet_height", "foot_slip", "feet_air_time", "feet_separation")
 # The configuration fields a robot configuration supplies where the task's are None
@@ -155,7 +157,7 @@ def _default_weights() -> Dict[str, float]:
     # legged_gym LeggedRobotCfg.rewards.scales with AnymalCFlatCfg's orientation and torques.
     return {"tracking_lin_vel": 1.0, "tracking_ang_vel": 0.5, "lin_vel_z": -2.0, "ang_vel_xy": -0.05,
             "orientation": -5.0, "base_height": 0.0, "action_rate": -0.01, "torques": -2.5e-5, "dof_acc": -2.5e-7,
-            "termination": 0.0, "feet_height": 0.0, "foot_slip": 0.0, "feet_air_time": 0.0}
+            "dof_pos_limits": 0.0, "termination": 0.0, "feet_height": 0.0, "foot_slip": 0.0, "feet_air_time": 0.0}
 
 
 def _default_obs_scales() -> Dict[str, float]:
@@ -312,6 +314,7 @@ class LocomotionConfig:
     # rewards
     reward_weights: Dict[str, float] = field(default_factory=_default_weights)
     tracking_sigma: float = 0.25
+    soft_dof_pos_limit: float = 0.9             # dof_pos_limits acts outside this middle fraction of each range
     base_height_target: Optional[float] = None  # [m], for the base_height term
     scale_rewards_by_dt: bool = True
     only_positive_rewards: bool = False         # legged_gym clips the total at 0 (kills gradients there)
@@ -485,6 +488,14 @@ class Locomotion(DiffEnv):
                                    ("/" not in name or ends is None or name.split("/")[0] in ends)],
                                   dtype=torch.long, device=self.device)
         self.torque_limit = torch.tensor(_per_actuator(cfg.torque_limit, self.num_actions), **tk)
+        # dof_pos_limits' soft range of each joint coordinate q[:, 7:] (unlimited: ±inf)
+        lo, hi = [-math.inf] * (m.nq - 7), [math.inf] * (m.nq - 7)
+        for j in range(m.nbody):
+            if m.jnt_limited[j] and m.jnt_type[j] in (moreau.JOINT_REVOLUTE, moreau.JOINT_PRISMATIC):
+                a, b = m.jnt_range[2 * j], m.jnt_range[2 * j + 1]
+                mid, half = (a + b) / 2, (b - a) / 2 * cfg.soft_dof_pos_limit
+                lo[m.jnt_qposadr[j] - 7], hi[m.jnt_qposadr[j] - 7] = mid - half, mid + half
+        self.soft_dof_pos_lo, self.soft_dof_pos_hi = torch.tensor(lo, **tk), torch.tensor(hi, **tk)
         self.kinematics = Kinematics(m, **tk)
         self.gait_offsets = torch.tensor(cfg.gait_offsets, **tk)
         self.gait_frequency = cfg.gait_frequency * self.robot.gait_frequency_scale  # [Hz] (robots.py)
@@ -820,6 +831,8 @@ class Locomotion(DiffEnv):
             "action_rate": ((actions - last_actions) ** 2).sum(1),
             "torques": (self.torques(q, v, actions if applied is None else applied) ** 2).sum(1),
             "dof_acc": (((v_next[:, 6:] - v[:, 6:]) / self.dt) ** 2).sum(1),
+            "dof_pos_limits": ((self.soft_dof_pos_lo - q_next[:, 7:]).clamp_min(0.0) +
+                               (q_next[:, 7:] - self.soft_dof_pos_hi).clamp_min(0.0)).sum(1),
             "termination": failed.to(self.dtype),
         }
         if self.use_feet:
