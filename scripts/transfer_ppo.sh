@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# results/transfer/ppo_transfer{,_hard}: Study B's two PPO methods retrained with what moreau now
+# results/transfer/ppo_limits{,_hard}: Study B's two PPO methods retrained with what moreau now
 # simulates and randomises, beside SHAC's walk_transfer and walk_transfer_hard (scripts/transfer.sh).
 # rsl_rl's PPO with Study B's budget (legged_gym's 1,500 iterations of 2,048 environments x 24
 # steps, 73.7 M samples) on the trot_transfer task (damped drives with friction loss, friction-loss
 # scale and motor strength randomised, joint limits, feet_separation), through smooth contact
-# (ppo_transfer) and hard contact (ppo_transfer_hard), seed 0 each, side by side on one core each
+# (ppo_limits) and hard contact (ppo_limits_hard), seed 0 each, with one change to Study B's
+# recipe: legged_gym's dof_pos_limits penalty (weight -10) on leaving the middle 90 % of each joint's
+# range, without which PPO stops learning once the joint limits are enforced
+# (results/transfer/README.md, "Why PPO no longer learns"; ppo_transfer{,_hard} hold the first
+# recipe's iteration 250, without it), side by side on one core each
 # (resumable: runs/<name>_s0); then for each and, while they train, for Study B's own PPO policies
 # (results/study_b/policies, the "before" rows: study_b_ppo_smooth, study_b_ppo_hard): moreau's
 # evaluation protocol under hard contact (128 environments x 20 s; for Study B's, effects/nominal),
@@ -20,11 +24,12 @@ until=""
 if [ "${1:-}" = "--until" ]; then until=${2:?--until IT}; fi
 out=results/transfer
 mkdir -p runs "$out"
-declare -A contact=([ppo_transfer]=smooth [ppo_transfer_hard]=hard)
+declare -A contact=([ppo_limits]=smooth [ppo_limits_hard]=hard)
 train() {
   local run="runs/$1_s0"
   python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset trot_transfer \
     --contact "${contact[$1]}" --iterations 1500 --num-envs 2048 --steps-per-env 24 --save-interval 25 \
+    --task-config '{"reward_weights": {"dof_pos_limits": -10.0}}' \
     --seed 0 --log-dir "$run" --n-threads 1 --torch-threads 1 --resume auto --eval-steps 0 \
     ${until:+--until "$until"} > "$run.out" 2>&1
 }
@@ -44,5 +49,5 @@ after() {
   publish_run "runs/$1_s0" "$out/$1" "$until"
   evaluate_transfer "$out/$1/policy$published_suffix.pt" "$out/$1${published_suffix:+/iteration$published_suffix}"
 }
-before > runs/transfer_ppo_before.out 2>&1 & train ppo_transfer & train ppo_transfer_hard & wait
-after ppo_transfer & after ppo_transfer_hard & wait
+before > runs/transfer_ppo_before.out 2>&1 & train ppo_limits & train ppo_limits_hard & wait
+after ppo_limits & after ppo_limits_hard & wait
