@@ -743,9 +743,9 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // limit that pushes, P > 0; a friction-loss or spin row inside its bound) solved together for
 // γ_A = 0, the other rows' impulses held: G_AA δ = −γ_A by conjugate gradients from δ = 0 (G_AA is
 // symmetric positive semidefinite; redundant rows, as hips on their stops above sticking feet, make
-// it singular and Gauss–Seidel slow; CG runs on G_AA + εI, below). The step is taken only
-// where every row of A stays in its cone or bound; then the next sweep finds the rows converged
-// if their classes were right, and goes on from the step if not.
+// it singular and Gauss–Seidel slow; CG runs on G_AA + εI, below). P moves along δ as far as every
+// row of A stays in its cone or bound (the whole step, or to the first boundary); then the next
+// sweep finds the rows converged if their classes were right, and goes on from there if not.
 template <class S, class D>
 MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance) {
   const int nr = solve_rows(cs), nc = 3 * cs.n;
