@@ -3,6 +3,7 @@
     python3 bench/contact_solver.py [--contact hard,smooth] [--envs 256] [--repeats 5]
                                     [--policy results/shac_walk/policy.pt] [--spin-friction 0,0.02]
                                     [--drives DAMPING,FRICTIONLOSS] [--no-limits] [--json-out PATH]
+                                    [--walking-states PATH]
 
 moreau-bench-forward times a standing robot, whose four feet stick: the block Gauss-Seidel
 solve then takes about 4 sweeps. This benchmark times state sets where feet slide, lift and
@@ -12,7 +13,9 @@ land, each a list of batches of (q, v, action, friction, added base mass):
 - perturbed: standing, then v + N(0, 0.5²) and action + N(0, 0.3²) per environment (seeded);
 - walking: the states along the shipped SHAC policy's trot (``--policy``) under hard contact,
   moreau.evaluation.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
-  control step of 4 s.
+  control step of 4 s. The set depends on the build (the trajectory follows its solves):
+  ``--walking-states PATH`` loads it from PATH where that file exists and else saves it there,
+  so that two builds can be compared on the same states.
 
 ``--drives 0.5,0.1`` puts a viscous damping [N m s/rad] and a friction loss [N m] on every leg
 joint (the ``trot_transfer`` task's drives): the friction-loss rows then join every solve;
@@ -131,6 +134,8 @@ def main(argv=None) -> int:
                    help="damping [N m s/rad] and friction loss [N m] on every leg joint (default: the file's)")
     p.add_argument("--no-limits", action="store_true", help="without the robot file's joint limits")
     p.add_argument("--json-out", default=None)
+    p.add_argument("--walking-states", default=None, metavar="PATH",
+                   help="load the walking set from PATH if it exists, else save it there")
     a = p.parse_args(argv)
     if a.envs % 32:
         raise SystemExit("contact_solver.py: --envs must be a multiple of 32")
@@ -140,7 +145,12 @@ def main(argv=None) -> int:
     q, v, act = standing(model, a.envs)
     sets = {"standing": [(q, v, act, None, None)], "perturbed": perturbed(model, a.envs)}
     if a.policy != "none":
-        sets["walking"] = walking(a.envs, a.policy)
+        if a.walking_states and os.path.exists(a.walking_states):
+            sets["walking"] = torch.load(a.walking_states)
+        else:
+            sets["walking"] = walking(a.envs, a.policy)
+            if a.walking_states:
+                torch.save(sets["walking"], a.walking_states)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} CPUs  "
           f"load {os.getloadavg()[0]:.1f}  moreau {moreau.__file__}  drives {drives}  limits {not a.no_limits}")
     print(f"{'contact':8s} {'spin':>5s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "

@@ -840,16 +840,16 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
 // a symmetric G (the Delassus matrix; its gradient is then the symmetric part of adj_pgs_solve's
 // Ḡ). For contact i, with γ_i = Σ_j G_ij P_j + c_i (smooth mode: j ≠ i weighted by w_j):
 //  1. sticking step: P_i* = P_i − B_i γ_i with B_i = G_ii⁻¹ (the exact local solve when contact
-//     i sticks); taken when P_i*_n > 0 and ‖P_i*_t‖ ≤ μ P_i*_n, and the contact pushes without
-//     its own impulse (a_i,n < 0, a_i = γ_i − G_ii P_i);
+//     i sticks); taken when P_i*_n > 0 and ‖P_i*_t‖ ≤ μ P_i*_n, unless the contact has no
+//     impulse and separates without it (P_i,n = 0 and a_i,n ≥ 0, a_i = γ_i − G_ii P_i);
 //  2. otherwise the exact local solve (slide_solve): no impulse where the contact separates
 //     without it, else the sliding impulse on the cone's boundary, by Newton on the slip angle.
 //     Where a_i,n ≥ 0 no impulse is a solution of the local problem, and with a large μ and a
 //     G_ii that couples normal and tangent it may not be the only one: a sticking impulse inside
-//     the cone can solve it too. Taking no impulse there, always, keeps the choice a function of
-//     a_i; picking by which step came first let sweeps alternate for good between a foot sticking
-//     and the same foot lifting (ANYmal C with two hips on their stops: 0.66 m/s residual after
-//     20,000 sweeps, 11 sweeps with the rule);
+//     the cone can solve it too. A contact keeps the kind it has (none, or an impulse) while both
+//     solve it: taking the sticking step first regardless let sweeps alternate for good between a
+//     foot sticking and the same foot lifting (ANYmal C with two hips on their stops: 0.66 m/s
+//     residual after 20,000 sweeps; 11 sweeps with the rule);
 //  3. where that fails, 4 local projected steps P_i ← prox_Cμ(P_i − r_i γ_i), γ_i ← γ_i + G_ii ΔP_i,
 //     with one isotropic step r_i = 1/‖G_ii‖_∞ ≤ 1/λ_max(G_ii) (so a sliding contact's friction
 //     opposes γ_t: maximal dissipation, and the local iteration cannot overshoot);
@@ -950,13 +950,14 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
       S g0 = gamma[0], g1 = gamma[1], g2 = gamma[2];
       const S* B = Binv + 6 * i;
       S* P = cs.P + 3 * i;
-      // 1. sticking step, for a contact that pushes: a_n = γ_n − (G_ii P_i)_n < 0 (given P_n > 0)
-      const bool push = fixed_normal ? P[0] > 0 : g0 - (Gii[0] * P[0] + Gii[1] * P[1] + Gii[2] * P[2]) < 0;
+      // 1. sticking step, unless no impulse solves the local problem and is what P_i has
+      // (P_i = 0, so a_i = γ_i)
+      const bool may_stick = fixed_normal || P[0] > 0 || g0 < 0;
       S pn = P[0] - (B[0] * g0 + B[1] * g1 + B[2] * g2);
       S pt1 = P[1] - (B[1] * g0 + B[3] * g1 + B[4] * g2);
       S pt2 = P[2] - (B[2] * g0 + B[4] * g1 + B[5] * g2);
       const bool sticks =
-          push && (B[0] > 0 || fixed_normal) && B[3] > 0 && pn > 0 && pt1 * pt1 + pt2 * pt2 <= mu * mu * pn * pn;
+          may_stick && (B[0] > 0 || fixed_normal) && B[3] > 0 && pn > 0 && pt1 * pt1 + pt2 * pt2 <= mu * mu * pn * pn;
       S slide[3];
       if (!sticks && slide_solve(Gii, nr, P, gamma, mu, fixed_normal, pt1, pt2, slide)) {
         // 2. the exact sliding impulse

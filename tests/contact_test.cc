@@ -434,8 +434,8 @@ TEST(Solver, SlidingFeetConvergeInAFewSweeps) {
 // ANYmal C standing with its four hip abduction servos commanded 1.5 rad past their stops (each of
 // the 16 sign patterns): the hips sit on their limits above sticking feet, rows that Gauss–Seidel
 // alone took 52–500 sweeps to settle, as in a half-trained policy's states (bench/RESULTS.md).
-// With the subspace step the solves of the first 100 control steps take 23 sweeps on average
-// (float32; 7 of the 1,600 still reach the cap); at most 40 is asserted.
+// With the subspace step the solves of the first 100 control steps take 24 sweeps on average
+// (float32; 9 of the 1,600 still reach the cap); at most 40 is asserted.
 TEST(Solver, HipsOnTheirStopsConvergeWithTheSubspaceStep) {
   const Model model = load_model(asset("anymal_c.json"));
   const int n = 16, steps = 100;

@@ -290,7 +290,8 @@ TEST(JointLimit, AnymalHipsStopAtTheirLimitsAsInMuJoCo) {
 // sweeps alternating between a foot sticking and the same foot lifting (environment 4, third
 // control step: a residual of 0.66 m/s for 20,000 sweeps) when a contact that separates without
 // its own impulse could take a sticking step: 51 of the 400 control steps ended unconverged then,
-// 5 with pgs_solve's rule (no impulse wherever a_n ≥ 0); at most 20 is asserted. A solve that
+// 5 with pgs_solve's rule (a contact without impulse keeps none while that solves its local
+// problem); at most 20 is asserted. A solve that
 // stops on its cap may leave a hip past its stop, by 1e-3 rad at most here.
 TEST(JointLimit, FastHipsStopAtTheirLimitsUnderHardContact) {
   const Model model = load_model(test::asset("anymal_c.json"));
