@@ -11,9 +11,10 @@
 # (task option body_contacts, legged_gym's shapes; the trunk touching is a fall), evaluated so, and
 # the feet-and-knees SHAC policy evaluated with them too, at the same iteration with --until
 # (results/rough/shac/eval_hard_bodies[_IT].json; its run runs/rough_shac_s0 must hold model_IT.pt).
+# Method ppo_bodies is the PPO above with body_contacts (the one change).
 # Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
 # --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
-# Usage: bash scripts/rough.sh [--until IT] [shac] [ppo] [shac_bodies]
+# Usage: bash scripts/rough.sh [--until IT] [shac] [ppo] [shac_bodies] [ppo_bodies]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/run_results.sh
@@ -34,7 +35,11 @@ for method in "${methods[@]}"; do
     ppo) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough --contact hard \
             --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" --n-threads 1 \
             --torch-threads 1 --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
-    *) echo "scripts/rough.sh: expected shac, ppo or shac_bodies, got '$method'" >&2; exit 2 ;;
+    ppo_bodies) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough \
+            --task-config '{"body_contacts": true}' --contact hard \
+            --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" --n-threads 1 \
+            --torch-threads 1 --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
+    *) echo "scripts/rough.sh: expected shac, ppo, shac_bodies or ppo_bodies, got '$method'" >&2; exit 2 ;;
   esac
 done
 wait
