@@ -769,12 +769,16 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
     if (!twin) A[na++] = nc + k;
   }
   S x[D::kRows], r[D::kRows], d[D::kRows], q[D::kRows];
-  // ‖G_AA δ + γ_A‖ ≤ tolerance / 1000, and nothing to do below 1e-12 m/s (a solve run with
-  // tolerance 0)
-  const S stop = mmax(S(1e-6) * tolerance * tolerance, S(1e-24));
+  int out[D::kRows];  // rows that left A on a bound
+  int nout = 0;
+  // ‖G_AA δ + γ_A‖ ≤ tolerance / 10 (the sweep after the step tests the tolerance; a tighter stop
+  // runs CG to its 2 n_A iterations on a redundant G_AA in float32 for nothing), and nothing to
+  // do below 1e-12 m/s (a solve run with tolerance 0)
+  const S stop = mmax(S(1e-2) * tolerance * tolerance, S(1e-24));
   // Up to kSubspaceRounds rounds: the step, or as far along it as the rows stay feasible (α*
   // bisected to 2⁻³⁰); then the rows that block it (a contact creeping towards sliding, a
-  // friction row reaching its bound) leave A and the rest is solved again. Where the settled
+  // friction row reaching its bound) leave A and the rest is solved again, and after a whole step
+  // a row held on its bound whose velocity points inside comes back. Where the settled
   // rows' equations have no solution with every row inside (rows that must end on a bound), the
   // sweeps alone drift along G's null space towards one for thousands of sweeps.
   for (int round = 0; round < kSubspaceRounds && na > 0; ++round) {
@@ -834,21 +838,41 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
       lo = 0;
       for (int k = 0; k < 30; ++k) (feasible((lo + hi) / 2) ? lo : hi) = (lo + hi) / 2;
     }
-    for (int a = 0; a < na; ++a) {
-      axpy(lo * x[a], cs.G + A[a] * nr, gt, nr);
-      cs.P[A[a]] += lo * x[a];
-    }
-    if (lo == S(1)) return;
-    // the blocking rows leave A (a contact's three together); the step is now from P + lo x
-    int kept = 0;
-    for (int a = 0; a < na;) {
+    // P moves by lo x, and the rows that block the step leave A (a contact's three together):
+    // those infeasible at hi, tested before they move (in float32, P + lo x and a further
+    // (hi − lo) x round to the same value)
+    const int before = na;
+    na = 0;
+    for (int a = 0; a < before;) {
       const int width = A[a] < nc ? 3 : 1;
-      if (row_feasible(a, hi - lo))
-        for (int w = 0; w < width; ++w) A[kept++] = A[a + w];
+      const bool blocks = lo < S(1) && !row_feasible(a, hi);
+      if (blocks && width == 1) out[nout++] = A[a];
+      for (int w = 0; w < width; ++w) {
+        const int row = A[a + w];
+        axpy(lo * x[a + w], cs.G + row * nr, gt, nr);
+        cs.P[row] += lo * x[a + w];
+        if (!blocks) A[na++] = row;
+      }
       a += width;
     }
-    if (kept == na) return;
-    na = kept;
+    if (lo < S(1)) {
+      if (na == before) return;
+      continue;
+    }
+    // a row that left on a bound comes back where its velocity would take its impulse inside
+    // (γ > 0 on +b, γ < 0 on −b or on a limit's 0), an active set's multiplier test; γ within
+    // the tolerance leaves it where it is
+    int held = 0;
+    for (int o = 0; o < nout; ++o) {
+      const int row = out[o];
+      const S g = gt[row];
+      const bool inward =
+          unilateral(cs, row - nc + cs.n) ? g < -tolerance : cs.P[row] * g > 0 && mabs(g) > tolerance;
+      if (inward) A[na++] = row;
+      else out[held++] = row;
+    }
+    if (held == nout) return;
+    nout = held;
   }
 }
 
