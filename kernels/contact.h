@@ -744,8 +744,10 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // γ_A = 0, the other rows' impulses held: G_AA δ = −γ_A by conjugate gradients from δ = 0 (G_AA is
 // symmetric positive semidefinite; redundant rows, as hips on their stops above sticking feet, make
 // it singular and Gauss–Seidel slow; CG runs on G_AA + εI, below). P moves along δ as far as every
-// row of A stays in its cone or bound (the whole step, or to the first boundary); then the next
-// sweep finds the rows converged if their classes were right, and goes on from there if not.
+// row of A stays in its cone or bound (the whole step, or to the first boundary, where the
+// blocking rows leave A and the rest is solved again); then the next sweep finds the rows
+// converged if their classes were right, and goes on from there if not.
+constexpr int kSubspaceRounds = 8;
 template <class S, class D>
 MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance) {
   const int nr = solve_rows(cs), nc = 3 * cs.n;
@@ -766,73 +768,111 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
       twin = twin || (unilateral(cs, cs.n + l) && cs.jdof[l] == cs.jdof[k] && cs.P[nc + l] > 0);
     if (!twin) A[na++] = nc + k;
   }
-  if (na == 0) return;
   S x[D::kRows], r[D::kRows], d[D::kRows], q[D::kRows];
-  S rr = 0;
-  for (int a = 0; a < na; ++a) {
-    x[a] = 0;
-    r[a] = d[a] = -gt[A[a]];
-    rr += r[a] * r[a];
-  }
-  // ‖G_AA δ + γ_A‖ ≤ tolerance / 1000, and nothing to do below 1e-12 m/s (a solve run with
-  // tolerance 0)
-  const S stop = mmax(S(1e-6) * tolerance * tolerance, S(1e-24));
-  if (!(rr > stop)) return;
-  // (G_AA + ε I) with ε a millionth of its largest diagonal entry: redundant rows (a box's four
-  // corners on the ground) leave G_AA singular, and the damping keeps the split of their impulse
-  // from following round-off
-  S eps = 0;
-  for (int a = 0; a < na; ++a) eps = mmax(eps, cs.G[A[a] * nr + A[a]]);
-  eps *= S(1e-6);
-  for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
-    S dq = 0;
+  int out[D::kRows];  // rows that left A on a bound
+  int nout = 0;
+  // ‖G_AA δ + γ_A‖ ≤ tolerance / 10 (the sweep after the step tests the tolerance; a tighter stop
+  // runs CG to its 2 n_A iterations on a redundant G_AA in float32 for nothing), and nothing to
+  // do below 1e-12 m/s (a solve run with tolerance 0)
+  const S stop = mmax(S(1e-2) * tolerance * tolerance, S(1e-24));
+  // Up to kSubspaceRounds rounds: the step, or as far along it as the rows stay feasible (α*
+  // bisected to 2⁻³⁰); then the rows that block it (a contact creeping towards sliding, a
+  // friction row reaching its bound) leave A and the rest is solved again, and after a whole step
+  // a row held on its bound whose velocity points inside comes back. Where the settled
+  // rows' equations have no solution with every row inside (rows that must end on a bound), the
+  // sweeps alone drift along G's null space towards one for thousands of sweeps.
+  for (int round = 0; round < kSubspaceRounds && na > 0; ++round) {
+    S rr = 0;
     for (int a = 0; a < na; ++a) {
-      const S* Ga = cs.G + A[a] * nr;
-      S v = eps * d[a];
-      for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
-      q[a] = v;
-      dq += d[a] * v;
+      x[a] = 0;
+      r[a] = d[a] = -gt[A[a]];
+      rr += r[a] * r[a];
     }
-    if (!(dq > 0)) break;
-    const S alpha = rr / dq;
-    S rr1 = 0;
-    for (int a = 0; a < na; ++a) {
-      x[a] += alpha * d[a];
-      r[a] -= alpha * q[a];
-      rr1 += r[a] * r[a];
-    }
-    const S beta = rr1 / rr;
-    rr = rr1;
-    for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
-  }
-  // whether every row of A stays in its cone or bound at P + α x: true on an interval [0, α*]
-  // (the rows' sets are convex, P is in them)
-  auto feasible = [&](S alpha) {
-    for (int a = 0; a < na; ++a) {
-      const int r = A[a];
-      if (r < nc && r % 3 == 0) {  // a contact's three rows are A[a], A[a + 1], A[a + 2]
-        const S pn = cs.P[r] + alpha * x[a], p1 = cs.P[r + 1] + alpha * x[a + 1], p2 = cs.P[r + 2] + alpha * x[a + 2];
-        if (!(pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn)) return false;
-      } else if (r >= nc) {
-        const S p = cs.P[r] + alpha * x[a];
-        if (!(unilateral(cs, r - nc + cs.n) ? p >= 0 : mabs(p) <= row_bound(cs, r - nc))) return false;
+    if (!(rr > stop)) return;
+    // (G_AA + ε I) with ε a millionth of its largest diagonal entry: redundant rows (a box's four
+    // corners on the ground) leave G_AA singular, and the damping keeps the split of their
+    // impulse from following round-off
+    S eps = 0;
+    for (int a = 0; a < na; ++a) eps = mmax(eps, cs.G[A[a] * nr + A[a]]);
+    eps *= S(1e-6);
+    for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
+      S dq = 0;
+      for (int a = 0; a < na; ++a) {
+        const S* Ga = cs.G + A[a] * nr;
+        S v = eps * d[a];
+        for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
+        q[a] = v;
+        dq += d[a] * v;
       }
+      if (!(dq > 0)) break;
+      const S alpha = rr / dq;
+      S rr1 = 0;
+      for (int a = 0; a < na; ++a) {
+        x[a] += alpha * d[a];
+        r[a] -= alpha * q[a];
+        rr1 += r[a] * r[a];
+      }
+      const S beta = rr1 / rr;
+      rr = rr1;
+      for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
     }
-    return true;
-  };
-  // the whole step, or as far along it as the rows stay feasible (α* bisected to 2⁻¹²): a contact
-  // that creeps towards sliding (its class not settled yet) then reaches its cone's boundary, and
-  // the sweeps take it on from there
-  S alpha = 1;
-  if (!feasible(alpha)) {
-    S lo = 0, hi = 1;
-    for (int k = 0; k < 12; ++k) (feasible((lo + hi) / 2) ? lo : hi) = (lo + hi) / 2;
-    if (!(lo > 0)) return;
-    alpha = lo;
-  }
-  for (int a = 0; a < na; ++a) {
-    axpy(alpha * x[a], cs.G + A[a] * nr, gt, nr);
-    cs.P[A[a]] += alpha * x[a];
+    // whether row A[a] (a contact's three rows where A[a] is its first) stays in its cone or bound
+    // at P + α x: true on an interval [0, α*] (the rows' sets are convex, P is in them)
+    auto row_feasible = [&](int a, S alpha) {
+      const int r = A[a];
+      if (r < nc) {
+        if (r % 3 != 0) return true;
+        const S pn = cs.P[r] + alpha * x[a], p1 = cs.P[r + 1] + alpha * x[a + 1], p2 = cs.P[r + 2] + alpha * x[a + 2];
+        return pn > 0 && p1 * p1 + p2 * p2 <= mu * mu * pn * pn;
+      }
+      const S p = cs.P[r] + alpha * x[a];
+      return unilateral(cs, r - nc + cs.n) ? p >= 0 : mabs(p) <= row_bound(cs, r - nc);
+    };
+    auto feasible = [&](S alpha) {
+      for (int a = 0; a < na; ++a)
+        if (!row_feasible(a, alpha)) return false;
+      return true;
+    };
+    S lo = 1, hi = 1;
+    if (!feasible(S(1))) {
+      lo = 0;
+      for (int k = 0; k < 30; ++k) (feasible((lo + hi) / 2) ? lo : hi) = (lo + hi) / 2;
+    }
+    // P moves by lo x, and the rows that block the step leave A (a contact's three together):
+    // those infeasible at hi, tested before they move (in float32, P + lo x and a further
+    // (hi − lo) x round to the same value)
+    const int before = na;
+    na = 0;
+    for (int a = 0; a < before;) {
+      const int width = A[a] < nc ? 3 : 1;
+      const bool blocks = lo < S(1) && !row_feasible(a, hi);
+      if (blocks && width == 1) out[nout++] = A[a];
+      for (int w = 0; w < width; ++w) {
+        const int row = A[a + w];
+        axpy(lo * x[a + w], cs.G + row * nr, gt, nr);
+        cs.P[row] += lo * x[a + w];
+        if (!blocks) A[na++] = row;
+      }
+      a += width;
+    }
+    if (lo < S(1)) {
+      if (na == before) return;
+      continue;
+    }
+    // a row that left on a bound comes back where its velocity would take its impulse inside
+    // (γ > 0 on +b, γ < 0 on −b or on a limit's 0), an active set's multiplier test; γ within
+    // the tolerance leaves it where it is
+    int held = 0;
+    for (int o = 0; o < nout; ++o) {
+      const int row = out[o];
+      const S g = gt[row];
+      const bool inward =
+          unilateral(cs, row - nc + cs.n) ? g < -tolerance : cs.P[row] * g > 0 && mabs(g) > tolerance;
+      if (inward) A[na++] = row;
+      else out[held++] = row;
+    }
+    if (held == nout) return;
+    nout = held;
   }
 }
 
