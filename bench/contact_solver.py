@@ -10,6 +10,8 @@ solve then takes about 4 sweeps. This benchmark times state sets where feet slid
 land, each a list of batches of (q, v, action, friction, added base mass):
 
 - standing: 1 s after the default pose, every environment the same;
+- holding: the same robot's next second, every 5th control step (its joints' friction-loss rows,
+  with ``--drives``, hold it still);
 - perturbed: standing, then v + N(0, 0.5²) and action + N(0, 0.3²) per environment (seeded);
 - walking: the states along the shipped SHAC policy's trot (``--policy``) under hard contact,
   moreau.evaluation.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
@@ -67,6 +69,18 @@ def standing(model, envs: int):
     sim = moreau.Simulator(model, n_env=envs, contact="hard", n_threads=1)
     sim.step(int(round(1.0 / (sim.model.timestep * sim.model.decimation))))
     return sim.q.clone(), sim.v.clone(), sim.action.clone()
+
+
+def holding(model, envs: int, seconds: float = 1.0, every: int = 5):
+    """The standing robot's next second after standing's, every 5th control step."""
+    sim = moreau.Simulator(model, n_env=envs, contact="hard", n_threads=1)
+    sim.step(int(round(1.0 / (sim.model.timestep * sim.model.decimation))))
+    batches = []
+    for t in range(int(round(seconds / (sim.model.timestep * sim.model.decimation)))):
+        if t % every == 0:
+            batches.append((sim.q.clone(), sim.v.clone(), sim.action.clone(), None, None))
+        sim.step(1)
+    return batches
 
 
 def perturbed(model, envs: int, seed: int = 0):
@@ -143,7 +157,8 @@ def main(argv=None) -> int:
     drives = None if a.drives is None else tuple(float(x) for x in a.drives.split(","))
     model = robot(drives, limits=not a.no_limits)
     q, v, act = standing(model, a.envs)
-    sets = {"standing": [(q, v, act, None, None)], "perturbed": perturbed(model, a.envs)}
+    sets = {"standing": [(q, v, act, None, None)], "holding": holding(model, a.envs),
+            "perturbed": perturbed(model, a.envs)}
     if a.policy != "none":
         if a.walking_states and os.path.exists(a.walking_states):
             sets["walking"] = torch.load(a.walking_states)
