@@ -431,6 +431,27 @@ TEST(Solver, SlidingFeetConvergeInAFewSweeps) {
   }
 }
 
+// Sweeps of the solves of `steps` control steps, every environment: the mean and how many
+// stopped on the cap.
+struct Sweeps {
+  double mean;
+  int capped;
+};
+Sweeps count_sweeps(Rig& r, int steps) {
+  const int n = r.sim.n_env();
+  double total = 0;
+  int capped = 0;
+  for (int s = 0; s < steps; ++s) {
+    r.sim.step(1);
+    const int32_t* sweeps = static_cast<const int32_t*>(r.sim.solver_iterations().data);
+    for (int e = 0; e < n; ++e) {
+      total += sweeps[e];
+      capped += sweeps[e] >= r.sim.options().contact.max_iterations;
+    }
+  }
+  return {total / (n * steps), capped};
+}
+
 // ANYmal C standing with its four hip abduction servos commanded 1.5 rad past their stops (each of
 // the 16 sign patterns): the hips sit on their limits above sticking feet, rows that Gauss–Seidel
 // alone took 52–500 sweeps to settle, as in a half-trained policy's states (bench/RESULTS.md).
@@ -449,19 +470,10 @@ TEST(Solver, HipsOnTheirStopsConvergeWithTheSubspaceStep) {
   for (int e = 0; e < n; ++e)
     for (int k = 0; k < 4; ++k) action[e * model.nu + hips[k]] += (e >> k & 1) ? 1.5 : -1.5;
   r.sim.set_action(action.data(), n);
-  double total = 0;
-  int capped = 0;
-  for (int s = 0; s < steps; ++s) {
-    r.sim.step(1);
-    const int32_t* sweeps = static_cast<const int32_t*>(r.sim.solver_iterations().data);
-    for (int e = 0; e < n; ++e) {
-      total += sweeps[e];
-      capped += sweeps[e] >= r.sim.options().contact.max_iterations;
-    }
-  }
-  std::printf("[ solver  ] hips on their stops: %.1f sweeps per solve, %d of %d at the cap\n", total / (n * steps),
-              capped, n * steps);
-  EXPECT_LE(total / (n * steps), 40.0);
+  const Sweeps sw = count_sweeps(r, steps);
+  std::printf("[ solver  ] hips on their stops: %.1f sweeps per solve, %d of %d at the cap\n", sw.mean, sw.capped,
+              n * steps);
+  EXPECT_LE(sw.mean, 40.0);
 }
 
 // ANYmal C landing from its initial pose and standing, with the trot_transfer task's drives on
@@ -485,21 +497,12 @@ TEST_P(DrivesHold, FrictionLossAndSpinRowsSettleInFewSweeps) {
   Rig r(model, ContactMode::Hard, GetParam(), n);
   const double spin = 0.02;
   r.sim.set_param("spin_friction", &spin, 1, 1);
-  double total = 0;
-  int capped = 0;
-  for (int s = 0; s < steps; ++s) {
-    r.sim.step(1);
-    const int32_t* sweeps = static_cast<const int32_t*>(r.sim.solver_iterations().data);
-    for (int e = 0; e < n; ++e) {
-      total += sweeps[e];
-      capped += sweeps[e] >= r.sim.options().contact.max_iterations;
-    }
-  }
+  const Sweeps sw = count_sweeps(r, steps);
   std::printf("[ solver  ] drives and spin friction, landing and standing: %.1f sweeps per solve, %d of %d at "
               "the cap\n",
-              total / (n * steps), capped, n * steps);
-  EXPECT_LE(total / (n * steps), 15.0);
-  EXPECT_EQ(capped, 0);
+              sw.mean, sw.capped, n * steps);
+  EXPECT_LE(sw.mean, 15.0);
+  EXPECT_EQ(sw.capped, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Solver, DrivesHold, ::testing::Values(DType::Float32, DType::Float64),
