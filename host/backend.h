@@ -89,6 +89,28 @@ struct PackedModel {
       for (double x : {I.m, I.h.x, I.h.y, I.h.z, I.I.xx, I.I.yy, I.I.zz, I.I.xy, I.I.xz, I.I.yz})
         reals.push_back(static_cast<S>(x));
     }
+    // derived int arrays: the bodies by depth (level_adr, level_body) and each body's children
+    // (child_adr, child_body; descending index, the order in which a backward sweep over the
+    // bodies reaches them)
+    derived_ints = ints.size();
+    std::vector<int> depth(m.nbody);
+    for (int i = 0; i < m.nbody; ++i) {
+      depth[i] = m.body_parent[i] < 0 ? 0 : depth[m.body_parent[i]] + 1;
+      nlevel = std::max(nlevel, depth[i] + 1);
+    }
+    std::vector<int> level_adr(nlevel + 1, 0), child_adr(m.nbody + 1, 0);
+    for (int i = 0; i < m.nbody; ++i) {
+      ++level_adr[depth[i] + 1];
+      if (m.body_parent[i] >= 0) ++child_adr[m.body_parent[i] + 1];
+    }
+    for (int l = 0; l < nlevel; ++l) level_adr[l + 1] += level_adr[l];
+    for (int i = 0; i < m.nbody; ++i) child_adr[i + 1] += child_adr[i];
+    std::vector<int> level_body(m.nbody), child_body(child_adr[m.nbody]);
+    std::vector<int> level_fill(level_adr.begin(), level_adr.end() - 1), child_fill(child_adr.begin(), child_adr.end() - 1);
+    for (int i = 0; i < m.nbody; ++i) level_body[level_fill[depth[i]]++] = i;
+    for (int i = m.nbody - 1; i >= 0; --i)
+      if (m.body_parent[i] >= 0) child_body[child_fill[m.body_parent[i]]++] = i;
+    for (const auto* a : {&level_adr, &level_body, &child_adr, &child_body}) ints.insert(ints.end(), a->begin(), a->end());
   }
 
   // A view whose arrays live at `reals_base` / `ints_base` (copies of reals / ints).
@@ -127,11 +149,18 @@ struct PackedModel {
     });
     v.body_rot = reals_base + derived;
     v.body_sinertia = reals_base + derived + 9 * m.nbody;
+    v.nlevel = nlevel;
+    v.level_adr = ints_base + derived_ints;
+    v.level_body = v.level_adr + nlevel + 1;
+    v.child_adr = v.level_body + m.nbody;
+    v.child_body = v.child_adr + m.nbody + 1;
     return v;
   }
 
  private:
-  size_t derived = 0;  // offset of the derived arrays in reals
+  size_t derived = 0;       // offset of the derived arrays in reals
+  size_t derived_ints = 0;  // and in ints
+  int nlevel = 0;
 };
 
 // Where the buffers live: allocation and host <-> device copies.

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kernels/joints.h"
+#include "kernels/team.h"
 
 namespace moreau {
 namespace kern {
@@ -58,16 +59,18 @@ MOREAU_HD S inner(const Motion<S>& a, const Motion<S>& b) {
 // of mass.
 template <class S, class D>
 MOREAU_HD void body_inertias(const ModelView<S, D>& m, S added_base_mass, Workspace<S, D>& ws) {
-  for (int i = 0; i < m.nbody; ++i) {
+  for_each(m, m.nbody, [&](int i) {
     const S* I = m.body_sinertia + 10 * i;
     ws.I[i] = {I[0], {I[1], I[2], I[3]}, {I[4], I[5], I[6], I[7], I[8], I[9]}};
-  }
+  });
   const auto added = added_base_mass != S(0);
   if (m.nbody > 0 && any_lane(added)) {
-    const S* I6 = m.body_inertia;
-    const Inertia<S> I = inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
-                                          Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
-    ws.I[0] = select_inertia(added, I, ws.I[0]);
+    single(m, [&] {
+      const S* I6 = m.body_inertia;
+      const Inertia<S> I = inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
+                                            Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
+      ws.I[0] = select_inertia(added, I, ws.I[0]);
+    });
   }
 }
 
@@ -87,22 +90,22 @@ MOREAU_HD void adj_body_inertias(const ModelView<S, D>& m, S added_base_mass, S&
 // Xup and motion subspaces at configuration q.
 template <class S, class D>
 MOREAU_HD void forward_kinematics(const ModelView<S, D>& m, const S* q, Workspace<S, D>& ws) {
-  for (int i = 0; i < m.nbody; ++i) {
+  for_each(m, m.nbody, [&](int i) {
     ws.Xup[i] = joint_transform(m, i, q);
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) ws.Sdof[d + k] = joint_motion(m, i, k, ws.Xup[i]);
-  }
+  });
 }
 
 // Needs ws.Xup as forward_kinematics left it at q; adj.Xup and adj.Sdof are the incoming adjoints.
 template <class S, class D>
 MOREAU_HD void adj_forward_kinematics(const ModelView<S, D>& m, const S* q, const Workspace<S, D>& ws, S* adj_q,
                                       AdjWorkspace<S, D>& adj) {
-  for (int i = 0; i < m.nbody; ++i) {
+  for_each(m, m.nbody, [&](int i) {  // body i's joint has its own entries of q
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) adj_joint_motion(m, i, k, ws.Xup[i], adj.Xup[i], adj.Sdof[d + k]);
     adj_joint_transform(m, i, q, ws.Xup[i], adj_q, adj.Xup[i]);
-  }
+  });
 }
 
 // τ = RNEA(q, v, v̇) = H(q) v̇ + b(q, v), gravity included; v̇ may be null (= 0, giving b).
@@ -112,7 +115,7 @@ MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspa
   // forward pass over bodies: v_i = X v_λ + S q̇;  a_i = X a_λ + S q̈ + c_J + v_i × S q̇;
   // f_i = I a_i + v_i ×* I v_i. The world accelerates at −g (gravity as a fictitious force).
   const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
-  for (int i = 0; i < m.nbody; ++i) {
+  down_tree(m, [&](int i) {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     const Transform<S>& X = ws.Xup[i];
     Motion<S> vJ{{0, 0, 0}, {0, 0, 0}}, aJ = joint_bias(m, i, v, X);
@@ -123,13 +126,16 @@ MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspa
     ws.vel[i] = par < 0 ? vJ : apply(X, ws.vel[par]) + vJ;
     ws.acc[i] = apply(X, par < 0 ? a_world : ws.acc[par]) + aJ + cross_m(ws.vel[i], vJ);
     ws.f[i] = ws.I[i] * ws.acc[i] + cross_f(ws.vel[i], ws.I[i] * ws.vel[i]);
-  }
-  // backward pass over bodies: τ_i = Sᵀ f_i;  f_λ += Xᵀ f_i
-  for (int i = m.nbody - 1; i >= 0; --i) {
-    const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
+  });
+  // backward pass over bodies: f_i += Σ_c X_cᵀ f_c over its children c;  τ_i = Sᵀ f_i
+  up_tree(m, [&](int i) {
+    for (int c = m.child_adr[i]; c < m.child_adr[i + 1]; ++c) {
+      const int b = m.child_body[c];
+      ws.f[i] += apply_t(ws.Xup[b], ws.f[b]);
+    }
+    const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) tau_out[d + k] = dot(ws.f[i], ws.Sdof[d + k]);
-    if (par >= 0) ws.f[par] += apply_t(ws.Xup[i], ws.f[i]);
-  }
+  });
 }
 
 // rnea's quantities at (q, v, v̇ + δv̇) from those rnea left in ws at (q, v, v̇) (τ not
@@ -223,11 +229,15 @@ MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, con
 // forward_kinematics and body_inertias.
 template <class S, class D>
 MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws, S armature_scale = S(1)) {
-  for (int i = 0; i < m.nbody; ++i) ws.Ic[i] = ws.I[i];
-  // backward pass over bodies: I^c_λ += Xᵀ I^c_i X
-  for (int i = m.nbody - 1; i >= 0; --i)
-    if (m.body_parent[i] >= 0) ws.Ic[m.body_parent[i]] += transform_t(ws.Xup[i], ws.Ic[i]);
-  for (int i = 0; i < m.nbody; ++i) {
+  // backward pass over bodies: I^c_i = I_i + Σ_c X_cᵀ I^c_c X_c over its children c
+  up_tree(m, [&](int i) {
+    ws.Ic[i] = ws.I[i];
+    for (int c = m.child_adr[i]; c < m.child_adr[i + 1]; ++c) {
+      const int b = m.child_body[c];
+      ws.Ic[i] += transform_t(ws.Xup[b], ws.Ic[b]);
+    }
+  });
+  for_each(m, m.nbody, [&](int i) {  // the rows of body i's dofs
     const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
     for (int a = di; a < di + ni; ++a) {
       // F = I^c_i S_a, carried to each ancestor j: H_ab = F · S_b for the dofs b of j (and of i up to a)
@@ -241,9 +251,10 @@ MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, 
         for (int b = dj; b < dj + nj; ++b) Ha[m.dof_depth[b]] = dot(F, ws.Sdof[b]);
       }
     }
-  }
-  for (int k = 0; k < m.nv; ++k)
+  });
+  for_each(m, m.nv, [&](int k) {
     ws.H[m.dof_Madr[k] + m.dof_depth[k]] += armature_scale * m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
+  });
 }
 
 // Adjoint of crba for H̄ in H's sparse storage: H̄_kj there is the gradient of the one value

@@ -45,6 +45,12 @@ struct ModelArrays {
   // derived when packed, for speed
   const S* body_rot;          // (nbody x 9)  E_tree = R(body_quat)ᵀ, row-major
   const S* body_sinertia;     // (nbody x 10) spatial inertia about the body origin: m, h = m c, I_O (6)
+  // the tree by depth and each body's children, derived when packed (kernels/team.h)
+  int nlevel;                 // 1 + the deepest body's depth
+  const int* level_adr;       // (nlevel + 1) level_body[level_adr[l] .. level_adr[l + 1]) are the bodies of depth l
+  const int* level_body;      // (nbody) the bodies by depth, then index
+  const int* child_adr;       // (nbody + 1) child_body[child_adr[i] .. child_adr[i + 1]) are body i's children
+  const int* child_body;      // (nbody − roots) each body's children, by descending index
   const int* jnt_type;        // (nbody)
   const int* jnt_qposadr;     // (nbody)
   const int* jnt_dofadr;      // (nbody)

@@ -1,0 +1,73 @@
+// moreau kernels — the team of lanes that steps one environment (docs/gpu.md, "The next layout").
+// A kernel function spreads the independent parts of its work over the team:
+//  - for_each(m, n, f): f(i) for every i in 0..n−1;
+//  - down_tree(m, f): f(i) for every body i, each after its parent;
+//  - up_tree(m, f): f(i) for every body i, each after its children;
+//  - single(m, f): f() once (on a GPU: one lane, the others waiting).
+// An f(i) writes only what is i's (its body's or its row's entries of the scratch) and reads
+// nothing that another i of the same call writes, so that a team may run the i of a call, or
+// the bodies of one depth level, on different lanes at once, with a barrier after each call.
+// The team is the size class's `Team` (Teamed<D, T>), SerialTeam where D names none.
+#pragma once
+
+#include <type_traits>
+
+#include "kernels/model_view.h"
+
+namespace moreau {
+namespace kern {
+
+// One lane, no barrier: the loops in index order (a body's parent has a lower index).
+struct SerialTeam {
+  template <class S, class F>
+  static MOREAU_HD void for_each(const ModelArrays<S>&, int n, F&& f) {
+    for (int i = 0; i < n; ++i) f(i);
+  }
+  template <class S, class F>
+  static MOREAU_HD void down_tree(const ModelArrays<S>& m, F&& f) {
+    for (int i = 0; i < m.nbody; ++i) f(i);
+  }
+  template <class S, class F>
+  static MOREAU_HD void up_tree(const ModelArrays<S>& m, F&& f) {
+    for (int i = m.nbody - 1; i >= 0; --i) f(i);
+  }
+  template <class S, class F>
+  static MOREAU_HD void single(const ModelArrays<S>&, F&& f) {
+    f();
+  }
+};
+
+// Size class D stepped by team T.
+template <class D, class T>
+struct Teamed : D {
+  using Team = T;
+};
+
+template <class D, class = void>
+struct TeamOf {
+  using type = SerialTeam;
+};
+template <class D>
+struct TeamOf<D, std::void_t<typename D::Team>> {
+  using type = typename D::Team;
+};
+
+template <class S, class D, class F>
+MOREAU_HD void for_each(const ModelView<S, D>& m, int n, F&& f) {
+  TeamOf<D>::type::for_each(m, n, f);
+}
+template <class S, class D, class F>
+MOREAU_HD void down_tree(const ModelView<S, D>& m, F&& f) {
+  TeamOf<D>::type::down_tree(m, f);
+}
+template <class S, class D, class F>
+MOREAU_HD void up_tree(const ModelView<S, D>& m, F&& f) {
+  TeamOf<D>::type::up_tree(m, f);
+}
+template <class S, class D, class F>
+MOREAU_HD void single(const ModelView<S, D>& m, F&& f) {
+  TeamOf<D>::type::single(m, f);
+}
+
+}  // namespace kern
+}  // namespace moreau
