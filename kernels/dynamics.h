@@ -59,13 +59,13 @@ MOREAU_HD S inner(const Motion<S>& a, const Motion<S>& b) {
 // of mass.
 template <class S, class D>
 MOREAU_HD void body_inertias(const ModelView<S, D>& m, S added_base_mass, Workspace<S, D>& ws) {
-  for_each(m, m.nbody, [&](int i) {
+  for_each(m, m.nbody, [&](int i) MOREAU_LAMBDA {
     const S* I = m.body_sinertia + 10 * i;
     ws.I[i] = {I[0], {I[1], I[2], I[3]}, {I[4], I[5], I[6], I[7], I[8], I[9]}};
   });
   const auto added = added_base_mass != S(0);
   if (m.nbody > 0 && any_lane(added)) {
-    single(m, [&] {
+    single(m, [&]() MOREAU_LAMBDA {
       const S* I6 = m.body_inertia;
       const Inertia<S> I = inertia_from_com(m.body_mass[0] + added_base_mass, vec3(m.body_com),
                                             Sym3<S>{I6[0], I6[1], I6[2], I6[3], I6[4], I6[5]});
@@ -90,7 +90,7 @@ MOREAU_HD void adj_body_inertias(const ModelView<S, D>& m, S added_base_mass, S&
 // Xup and motion subspaces at configuration q.
 template <class S, class D>
 MOREAU_HD void forward_kinematics(const ModelView<S, D>& m, const S* q, Workspace<S, D>& ws) {
-  for_each(m, m.nbody, [&](int i) {
+  for_each(m, m.nbody, [&](int i) MOREAU_LAMBDA {
     ws.Xup[i] = joint_transform(m, i, q);
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) ws.Sdof[d + k] = joint_motion(m, i, k, ws.Xup[i]);
@@ -101,7 +101,7 @@ MOREAU_HD void forward_kinematics(const ModelView<S, D>& m, const S* q, Workspac
 template <class S, class D>
 MOREAU_HD void adj_forward_kinematics(const ModelView<S, D>& m, const S* q, const Workspace<S, D>& ws, S* adj_q,
                                       AdjWorkspace<S, D>& adj) {
-  for_each(m, m.nbody, [&](int i) {  // body i's joint has its own entries of q
+  for_each(m, m.nbody, [&](int i) MOREAU_LAMBDA {  // body i's joint has its own entries of q
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     for (int k = 0; k < n; ++k) adj_joint_motion(m, i, k, ws.Xup[i], adj.Xup[i], adj.Sdof[d + k]);
     adj_joint_transform(m, i, q, ws.Xup[i], adj_q, adj.Xup[i]);
@@ -115,7 +115,7 @@ MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspa
   // forward pass over bodies: v_i = X v_λ + S q̇;  a_i = X a_λ + S q̈ + c_J + v_i × S q̇;
   // f_i = I a_i + v_i ×* I v_i. The world accelerates at −g (gravity as a fictitious force).
   const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
-  down_tree(m, [&](int i) {
+  down_tree(m, [&](int i) MOREAU_LAMBDA {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     const Transform<S>& X = ws.Xup[i];
     Motion<S> vJ{{0, 0, 0}, {0, 0, 0}}, aJ = joint_bias(m, i, v, X);
@@ -128,13 +128,15 @@ MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspa
     ws.f[i] = ws.I[i] * ws.acc[i] + cross_f(ws.vel[i], ws.I[i] * ws.vel[i]);
   });
   // backward pass over bodies: f_i += Σ_c X_cᵀ f_c over its children c;  τ_i = Sᵀ f_i
-  up_tree(m, [&](int i) {
-    for (int c = m.child_adr[i]; c < m.child_adr[i + 1]; ++c) {
+  up_tree(m, [&](int i) MOREAU_LAMBDA {
+    Force<S> f = ws.f[i];
+    for (int c = m.child_adr[i], end = m.child_adr[i + 1]; c < end; ++c) {
       const int b = m.child_body[c];
-      ws.f[i] += apply_t(ws.Xup[b], ws.f[b]);
+      f += apply_t(ws.Xup[b], ws.f[b]);
     }
+    ws.f[i] = f;
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
-    for (int k = 0; k < n; ++k) tau_out[d + k] = dot(ws.f[i], ws.Sdof[d + k]);
+    for (int k = 0; k < n; ++k) tau_out[d + k] = dot(f, ws.Sdof[d + k]);
   });
 }
 
@@ -230,14 +232,15 @@ MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, con
 template <class S, class D>
 MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws, S armature_scale = S(1)) {
   // backward pass over bodies: I^c_i = I_i + Σ_c X_cᵀ I^c_c X_c over its children c
-  up_tree(m, [&](int i) {
-    ws.Ic[i] = ws.I[i];
-    for (int c = m.child_adr[i]; c < m.child_adr[i + 1]; ++c) {
+  up_tree(m, [&](int i) MOREAU_LAMBDA {
+    Inertia<S> Ic = ws.I[i];
+    for (int c = m.child_adr[i], end = m.child_adr[i + 1]; c < end; ++c) {
       const int b = m.child_body[c];
-      ws.Ic[i] += transform_t(ws.Xup[b], ws.Ic[b]);
+      Ic += transform_t(ws.Xup[b], ws.Ic[b]);
     }
+    ws.Ic[i] = Ic;
   });
-  for_each(m, m.nbody, [&](int i) {  // the rows of body i's dofs
+  for_each(m, m.nbody, [&](int i) MOREAU_LAMBDA {  // the rows of body i's dofs
     const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
     for (int a = di; a < di + ni; ++a) {
       // F = I^c_i S_a, carried to each ancestor j: H_ab = F · S_b for the dofs b of j (and of i up to a)
@@ -252,7 +255,7 @@ MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, 
       }
     }
   });
-  for_each(m, m.nv, [&](int k) {
+  for_each(m, m.nv, [&](int k) MOREAU_LAMBDA {
     ws.H[m.dof_Madr[k] + m.dof_depth[k]] += armature_scale * m.dof_armature[k] + (diag_extra ? diag_extra[k] : S(0));
   });
 }

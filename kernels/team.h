@@ -20,19 +20,19 @@ namespace kern {
 // One lane, no barrier: the loops in index order (a body's parent has a lower index).
 struct SerialTeam {
   template <class S, class F>
-  static MOREAU_HD void for_each(const ModelArrays<S>&, int n, F&& f) {
+  static MOREAU_HD_SMALL void for_each(const ModelArrays<S>&, int n, F&& f) {
     for (int i = 0; i < n; ++i) f(i);
   }
   template <class S, class F>
-  static MOREAU_HD void down_tree(const ModelArrays<S>& m, F&& f) {
+  static MOREAU_HD_SMALL void down_tree(const ModelArrays<S>& m, F&& f) {
     for (int i = 0; i < m.nbody; ++i) f(i);
   }
   template <class S, class F>
-  static MOREAU_HD void up_tree(const ModelArrays<S>& m, F&& f) {
+  static MOREAU_HD_SMALL void up_tree(const ModelArrays<S>& m, F&& f) {
     for (int i = m.nbody - 1; i >= 0; --i) f(i);
   }
   template <class S, class F>
-  static MOREAU_HD void single(const ModelArrays<S>&, F&& f) {
+  static MOREAU_HD_SMALL void single(const ModelArrays<S>&, F&& f) {
     f();
   }
 };
@@ -53,19 +53,19 @@ struct TeamOf<D, std::void_t<typename D::Team>> {
 };
 
 template <class S, class D, class F>
-MOREAU_HD void for_each(const ModelView<S, D>& m, int n, F&& f) {
+MOREAU_HD_SMALL void for_each(const ModelView<S, D>& m, int n, F&& f) {
   TeamOf<D>::type::for_each(m, n, f);
 }
 template <class S, class D, class F>
-MOREAU_HD void down_tree(const ModelView<S, D>& m, F&& f) {
+MOREAU_HD_SMALL void down_tree(const ModelView<S, D>& m, F&& f) {
   TeamOf<D>::type::down_tree(m, f);
 }
 template <class S, class D, class F>
-MOREAU_HD void up_tree(const ModelView<S, D>& m, F&& f) {
+MOREAU_HD_SMALL void up_tree(const ModelView<S, D>& m, F&& f) {
   TeamOf<D>::type::up_tree(m, f);
 }
 template <class S, class D, class F>
-MOREAU_HD void single(const ModelView<S, D>& m, F&& f) {
+MOREAU_HD_SMALL void single(const ModelView<S, D>& m, F&& f) {
   TeamOf<D>::type::single(m, f);
 }
 
