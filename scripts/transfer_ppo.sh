@@ -15,19 +15,27 @@
 # each perturbation's effect (effects/, the legs colliding among them), how close the legs come (leg_clearance.json) and the
 # sim-to-sim table (scripts/sim2sim.sh), as scripts/transfer.sh lays them out. Finished files are
 # kept. --until IT: train to iteration IT only and publish that checkpoint (policy_IT.pt,
-# eval_hard_IT.json, log_IT.csv.xz, the rest in iteration_IT/).
-# Usage: bash scripts/transfer_ppo.sh [--until IT]
+# eval_hard_IT.json, log_IT.csv.xz, the rest in iteration_IT/). ppo_limits_spin is ppo_limits on
+# trot_transfer_spin (the feet's torsional friction randomised too, as SHAC's walk_transfer_spin).
+# Usage: bash scripts/transfer_ppo.sh [--until IT] [NAME ...]   (NAME: ppo_limits, ppo_limits_hard,
+#        ppo_limits_spin; default the first two)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/run_results.sh
 until=""
-if [ "${1:-}" = "--until" ]; then until=${2:?--until IT}; fi
+if [ "${1:-}" = "--until" ]; then until=${2:?--until IT}; shift 2; fi
+names=("${@:-ppo_limits ppo_limits_hard}")
+names=(${names[*]})
 out=results/transfer
 mkdir -p runs "$out"
-declare -A contact=([ppo_limits]=smooth [ppo_limits_hard]=hard)
+declare -A contact=([ppo_limits]=smooth [ppo_limits_hard]=hard [ppo_limits_spin]=smooth)
+declare -A preset=([ppo_limits_spin]=trot_transfer_spin)
+for name in "${names[@]}"; do
+  [ -n "${contact[$name]:-}" ] || { echo "transfer_ppo.sh: expected ppo_limits, ppo_limits_hard or ppo_limits_spin, got '$name'" >&2; exit 2; }
+done
 train() {
   local run="runs/$1_s0"
-  python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset trot_transfer \
+  python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset "${preset[$1]:-trot_transfer}" \
     --contact "${contact[$1]}" --iterations 1500 --num-envs 2048 --steps-per-env 24 --save-interval 25 \
     --task-config '{"reward_weights": {"dof_pos_limits": -10.0}}' \
     --seed 0 --log-dir "$run" --n-threads 1 --torch-threads 1 --resume auto --eval-steps 0 \
@@ -49,5 +57,8 @@ after() {
   publish_run "runs/$1_s0" "$out/$1" "$until"
   evaluate_transfer "$out/$1/policy$published_suffix.pt" "$out/$1${published_suffix:+/iteration$published_suffix}"
 }
-before > runs/transfer_ppo_before.out 2>&1 & train ppo_limits & train ppo_limits_hard & wait
-after ppo_limits & after ppo_limits_hard & wait
+before > runs/transfer_ppo_before.out 2>&1 &
+for name in "${names[@]}"; do train "$name" & done
+wait
+for name in "${names[@]}"; do after "$name" & done
+wait
