@@ -129,14 +129,9 @@ MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspa
   });
   // backward pass over bodies: f_i += Σ_c X_cᵀ f_c over its children c;  τ_i = Sᵀ f_i
   up_tree(m, [&](int i) MOREAU_LAMBDA {
-    Force<S> f = ws.f[i];
-    for (int c = m.child_adr[i], end = m.child_adr[i + 1]; c < end; ++c) {
-      const int b = m.child_body[c];
-      f += apply_t(ws.Xup[b], ws.f[b]);
-    }
-    ws.f[i] = f;
+    ws.f[i] = sum_children(m, i, ws.f[i], [&](int b) MOREAU_LAMBDA { return apply_t(ws.Xup[b], ws.f[b]); });
     const int d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
-    for (int k = 0; k < n; ++k) tau_out[d + k] = dot(f, ws.Sdof[d + k]);
+    for (int k = 0; k < n; ++k) tau_out[d + k] = dot(ws.f[i], ws.Sdof[d + k]);
   });
 }
 
@@ -233,12 +228,7 @@ template <class S, class D>
 MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, D>& ws, S armature_scale = S(1)) {
   // backward pass over bodies: I^c_i = I_i + Σ_c X_cᵀ I^c_c X_c over its children c
   up_tree(m, [&](int i) MOREAU_LAMBDA {
-    Inertia<S> Ic = ws.I[i];
-    for (int c = m.child_adr[i], end = m.child_adr[i + 1]; c < end; ++c) {
-      const int b = m.child_body[c];
-      Ic += transform_t(ws.Xup[b], ws.Ic[b]);
-    }
-    ws.Ic[i] = Ic;
+    ws.Ic[i] = sum_children(m, i, ws.I[i], [&](int b) MOREAU_LAMBDA { return transform_t(ws.Xup[b], ws.Ic[b]); });
   });
   for_each(m, m.nbody, [&](int i) MOREAU_LAMBDA {  // the rows of body i's dofs
     const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);

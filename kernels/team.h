@@ -69,5 +69,14 @@ MOREAU_HD_SMALL void single(const ModelView<S, D>& m, F&& f) {
   TeamOf<D>::type::single(m, f);
 }
 
+// x + Σ_c term(c) over body i's children c, by descending index (the order in which a backward
+// sweep over the bodies reaches them): a backward sweep's gather, which an up_tree call runs for
+// body i once its children are done.
+template <class S, class D, class T, class F>
+MOREAU_HD_SMALL T sum_children(const ModelView<S, D>& m, int i, T x, F&& term) {
+  for (int c = m.child_adr[i], end = m.child_adr[i + 1]; c < end; ++c) x += term(m.child_body[c]);
+  return x;
+}
+
 }  // namespace kern
 }  // namespace moreau
