@@ -738,6 +738,49 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
   return true;
 }
 
+// subspace_step's solve: x with (G_AA + εI) x = −γ_A by conjugate gradients from x = 0, to
+// ‖residual‖² ≤ stop or 2 n_A iterations; false where γ_A is already below it (nothing to do).
+// ε is a millionth of G_AA's largest diagonal entry: redundant rows (a box's four corners on the
+// ground) leave G_AA singular, and the damping keeps the split of their impulse from following
+// round-off.
+template <class S, class D>
+MOREAU_HD bool subspace_cg(const ContactScratch<S, D>& cs, const int* A, int na, const S* gt, S stop, S* x) {
+  const int nr = solve_rows(cs);
+  S r[D::kRows], d[D::kRows], q[D::kRows];
+  S rr = 0;
+  for (int a = 0; a < na; ++a) {
+    x[a] = 0;
+    r[a] = d[a] = -gt[A[a]];
+    rr += r[a] * r[a];
+  }
+  if (!(rr > stop)) return false;
+  S eps = 0;
+  for (int a = 0; a < na; ++a) eps = mmax(eps, cs.G[A[a] * nr + A[a]]);
+  eps *= S(1e-6);
+  for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
+    S dq = 0;
+    for (int a = 0; a < na; ++a) {
+      const S* Ga = cs.G + A[a] * nr;
+      S v = eps * d[a];
+      for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
+      q[a] = v;
+      dq += d[a] * v;
+    }
+    if (!(dq > 0)) break;
+    const S alpha = rr / dq;
+    S rr1 = 0;
+    for (int a = 0; a < na; ++a) {
+      x[a] += alpha * d[a];
+      r[a] -= alpha * q[a];
+      rr1 += r[a] * r[a];
+    }
+    const S beta = rr1 / rr;
+    rr = rr1;
+    for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
+  }
+  return true;
+}
+
 // Subspace minimisation for pgs_solve, hard contact (every gate w = 1, the normals free): the rows
 // whose class the sweeps have settled (a sticking contact's three, P_n > 0 inside its cone; a
 // limit that pushes, P > 0; a friction-loss or spin row inside its bound) solved together for
@@ -768,7 +811,7 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
       twin = twin || (unilateral(cs, cs.n + l) && cs.jdof[l] == cs.jdof[k] && cs.P[nc + l] > 0);
     if (!twin) A[na++] = nc + k;
   }
-  S x[D::kRows], r[D::kRows], d[D::kRows], q[D::kRows];
+  S x[D::kRows];
   int out[D::kRows];  // rows that left A on a bound
   int nout = 0;
   // ‖G_AA δ + γ_A‖ ≤ tolerance / 10 (the sweep after the step tests the tolerance; a tighter stop
@@ -782,40 +825,7 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
   // rows' equations have no solution with every row inside (rows that must end on a bound), the
   // sweeps alone drift along G's null space towards one for thousands of sweeps.
   for (int round = 0; round < kSubspaceRounds && na > 0; ++round) {
-    S rr = 0;
-    for (int a = 0; a < na; ++a) {
-      x[a] = 0;
-      r[a] = d[a] = -gt[A[a]];
-      rr += r[a] * r[a];
-    }
-    if (!(rr > stop)) return;
-    // (G_AA + ε I) with ε a millionth of its largest diagonal entry: redundant rows (a box's four
-    // corners on the ground) leave G_AA singular, and the damping keeps the split of their
-    // impulse from following round-off
-    S eps = 0;
-    for (int a = 0; a < na; ++a) eps = mmax(eps, cs.G[A[a] * nr + A[a]]);
-    eps *= S(1e-6);
-    for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
-      S dq = 0;
-      for (int a = 0; a < na; ++a) {
-        const S* Ga = cs.G + A[a] * nr;
-        S v = eps * d[a];
-        for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
-        q[a] = v;
-        dq += d[a] * v;
-      }
-      if (!(dq > 0)) break;
-      const S alpha = rr / dq;
-      S rr1 = 0;
-      for (int a = 0; a < na; ++a) {
-        x[a] += alpha * d[a];
-        r[a] -= alpha * q[a];
-        rr1 += r[a] * r[a];
-      }
-      const S beta = rr1 / rr;
-      rr = rr1;
-      for (int a = 0; a < na; ++a) d[a] = r[a] + beta * d[a];
-    }
+    if (!subspace_cg(cs, A, na, gt, stop, x)) return;
     // whether row A[a] (a contact's three rows where A[a] is its first) stays in its cone or bound
     // at P + α x: true on an interval [0, α*] (the rows' sets are convex, P is in them)
     auto row_feasible = [&](int a, S alpha) {
