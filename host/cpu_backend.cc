@@ -139,7 +139,7 @@ class CpuBackend : public TypedBackend<S> {
     kern::Params<S> pg = p;
     for (kern::Param<S>* x : {&pg.kp, &pg.kd, &pg.added_base_mass, &pg.friction, &pg.contact_kn, &pg.contact_kd,
                               &pg.contact_zeta, &pg.smooth_k, &pg.smooth_gmax, &pg.motor_strength,
-                              &pg.frictionloss_scale, &pg.spin_friction, &pg.damping_scale, &pg.armature_scale,
+                              &pg.frictionloss_scale, &pg.spin_friction, &pg.rolling_friction, &pg.damping_scale, &pg.armature_scale,
                               &pg.terrain_x, &pg.terrain_y})
       if (x->len > 1) x->data += e0;
     if (mp) {

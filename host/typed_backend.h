@@ -24,8 +24,8 @@ struct ScalarParam {
 constexpr ScalarParam kScalarParams[] = {
     {"added_base_mass", 0.0}, {"friction", 1.0},  {"contact_kn", 1e4},   {"contact_kd", -1.0},
     {"contact_zeta", 1.0},    {"smooth_k", 300.0}, {"smooth_gmax", 0.02}, {"frictionloss_scale", 1.0},
-    {"spin_friction", 0.0},   {"damping_scale", 1.0}, {"armature_scale", 1.0}, {"terrain_x", 0.0},
-    {"terrain_y", 0.0}};
+    {"spin_friction", 0.0},   {"rolling_friction", 0.0}, {"damping_scale", 1.0}, {"armature_scale", 1.0},
+    {"terrain_x", 0.0},       {"terrain_y", 0.0}};
 
 template <class S>
 class TypedBackend : public Backend {
@@ -291,8 +291,8 @@ class TypedBackend : public Backend {
     };
     return {get("kp"),       get("kd"),           get("added_base_mass"), get("friction"), get("contact_kn"),
             get("contact_kd"), get("contact_zeta"), get("smooth_k"),        get("smooth_gmax"),
-            get("motor_strength"), get("frictionloss_scale"), get("spin_friction"), get("damping_scale"),
-            get("armature_scale"), get("terrain_x"), get("terrain_y")};
+            get("motor_strength"), get("frictionloss_scale"), get("spin_friction"), get("rolling_friction"),
+            get("damping_scale"), get("armature_scale"), get("terrain_x"), get("terrain_y")};
   }
   kern::Batch<S> batch() const {
     return {options_.n_env,         d_q_,        d_v_,           d_action_, d_status_, d_time_, d_con_gap_,
@@ -324,7 +324,7 @@ class TypedBackend : public Backend {
   };
 
   // Width of a known parameter; throws for an unknown name.
-  // The physical range of each parameter: gains, friction (and spin friction), ζ, smooth g_max ≥ 0; stiffness and
+  // The physical range of each parameter: gains, friction (and spin and rolling friction), ζ, smooth g_max ≥ 0; stiffness and
   // smooth k > 0; k_d ≥ 0 or −1 (from ζ); the base mass plus the added mass > 0.
   void check_param_range(const std::string& name, size_t k, double x) const {
     const double base_mass = model_.body_mass.empty() ? 0 : model_.body_mass[0];
@@ -336,6 +336,7 @@ class TypedBackend : public Backend {
     std::string expected;
     if ((name == "kp" || name == "kd" || name == "friction" || name == "contact_zeta" || name == "smooth_gmax" ||
          name == "motor_strength" || name == "frictionloss_scale" || name == "spin_friction" ||
+         name == "rolling_friction" ||
          name == "damping_scale" || name == "armature_scale") &&
         !(x >= 0))
       expected = ">= 0";

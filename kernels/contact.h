@@ -58,13 +58,17 @@ MOREAU_HD Ground<S> ground_of(const ModelView<S, D>& m, const Params<S>& p, int 
 
 // One-row blocks. Joint rows, on one dof d: a position limit, J = +e_d at the lower and −e_d
 // at the upper end (an impulse P ≥ 0 pushes the joint back into its range), or friction loss F,
-// J = e_d with |P| ≤ h F (MuJoCo's frictionloss). A spin row of contact i (torsional friction):
-// the body's angular velocity about the contact normal, J = nᵀ J_ω, with |P| ≤ μ_spin P_n,i.
-enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3 };
+// J = e_d with |P| ≤ h F (MuJoCo's frictionloss). A contact's torque rows, on the body's angular
+// velocity about an axis of contact i's frame (n, t1, t2), J = aᵀ J_ω: a spin row about n
+// (torsional friction, |P| ≤ μ_spin P_n,i) and two rolling rows about t1 and t2 (rolling
+// friction, each |P| ≤ μ_roll P_n,i: a box beside the cone, as the spin row's).
+enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3, kRowRoll1 = 4, kRowRoll2 = 5 };
+// Whether one-row block kind `kind` is a contact's torque row; its axis is frame[kind − kRowSpin].
+MOREAU_HD bool torque_row(int kind) { return kind >= kRowSpin; }
 
 // The rows of a solve come in blocks: blocks 0..n−1 are contacts, three rows each (n, t1, t2) at
-// rows 3i..3i+2; blocks n..n+nj−1 have one row each, at rows 3n..3n+nj−1: the contacts' spin
-// rows (when μ_spin > 0), then the joint rows.
+// rows 3i..3i+2; blocks n..n+nj−1 have one row each, at rows 3n..3n+nj−1: the contacts' torque
+// rows (spin when μ_spin > 0, rolling when μ_roll > 0), then the joint rows.
 // A row lives on one chain, or, for a contact between two bodies of the robot (a pair), on two:
 // J = J_a − J_b, stored as two halves, each a point Jacobian on one body's chain (the sign in
 // J_b's values). Half h of row r is at J + (r + h kRows) kChain over the chain of block
@@ -74,15 +78,15 @@ enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3 };
 template <class S, class D = MaxDims>
 struct ContactScratch {
   int n;                            // active contacts
-  int nj;                           // one-row blocks (spin rows, joint rows)
+  int nj;                           // one-row blocks (torque rows, joint rows)
   int con[D::kActive];              // contact i's model contact index; ncon + k for pair k
   int jdof[D::kBlocks];             // one-row block k's dof (joint rows)
-  int jq[D::kBlocks];               // its coordinate in q (limits) or its contact (spin rows)
-  int jkind[D::kBlocks];            // kRowLower, kRowUpper, kRowFriction or kRowSpin
-  S jbound[D::kBlocks];             // friction loss: the bound h F; spin rows: μ_spin
+  int jq[D::kBlocks];               // its coordinate in q (limits) or its contact (torque rows)
+  int jkind[D::kBlocks];            // kRowLower, kRowUpper, kRowFriction, kRowSpin, kRowRoll1 or kRowRoll2
+  S jbound[D::kBlocks];             // friction loss: the bound h F; torque rows: μ_spin or μ_roll
   int nd[D::kBlocks + D::kActive];  // dofs on block b's chain (dof_chain); a pair's second half's at b + kBlocks
   int dof[(D::kBlocks + D::kActive) * D::kChain];  // the chain root-first: dof[b kChain + t] has dof_depth t
-  S gap[D::kBlocks];                // contacts and limits; a spin row its contact's; 0 for friction loss
+  S gap[D::kBlocks];                // contacts and limits; a torque row its contact's; 0 for friction loss
   S w[D::kBlocks];                  // smooth gate w(g); 1 otherwise
   // Row r over its block's chain at J + r kChain: entry t is column dof[t] of J (the row is zero
   // off the chain); a pair's second half at J + (r + kRows) kChain.
@@ -110,13 +114,14 @@ template <class S, class D>
 MOREAU_HD bool unilateral(const ContactScratch<S, D>& cs, int b) {
   return b < cs.n || cs.jkind[b - cs.n] == kRowLower || cs.jkind[b - cs.n] == kRowUpper;
 }
-// A block with a gap: unilateral, or a spin row (its contact's gap and smooth gate).
+// A block with a gap: unilateral, or a torque row (its contact's gap and smooth gate).
 template <class S, class D>
-MOREAU_HD bool gated(const ContactScratch<S, D>& cs, int b) { return unilateral(cs, b) || cs.jkind[b - cs.n] == kRowSpin; }
-// The bound of a friction row k (friction loss or spin): |P| ≤ h F, or μ_spin P_n of its contact.
+MOREAU_HD bool gated(const ContactScratch<S, D>& cs, int b) { return unilateral(cs, b) || torque_row(cs.jkind[b - cs.n]); }
+// The bound of a friction row k (friction loss or torque): |P| ≤ h F, or μ_spin P_n (μ_roll P_n)
+// of its contact.
 template <class S, class D>
 MOREAU_HD S row_bound(const ContactScratch<S, D>& cs, int k) {
-  return cs.jkind[k] == kRowSpin ? cs.jbound[k] * mmax(cs.P[3 * cs.jq[k]], S(0)) : cs.jbound[k];
+  return torque_row(cs.jkind[k]) ? cs.jbound[k] * mmax(cs.P[3 * cs.jq[k]], S(0)) : cs.jbound[k];
 }
 
 // w(g) = 1 / (1 + exp(clamp(k g, −100, 50)))
@@ -270,18 +275,19 @@ MOREAU_HD bool pair_geometry(const Vec3<S>& ca, const Vec3<S>& cb, S ra, S rb, S
 // point with a smaller gap takes the place of the one with the largest (the deepest are kept).
 // The model's pairs (two spheres on two bodies of the robot) enter the same way, after the
 // points: rows J = J_a − J_b, the relative velocity of the two bodies at the pair's point, in
-// two halves (ContactScratch). With spin friction μ_spin > 0, a spin row per active contact
-// with the ground after them (one-row blocks from cs.nj, which the caller set): J_t = n · ω_d over
-// the contact's chain. Returns whether a candidate within the threshold was left out.
+// two halves (ContactScratch). Each active contact with the ground then has its torque rows (one-row
+// blocks from cs.nj, which the caller set): with spin friction μ_spin > 0 a spin row J_t = n · ω_d
+// over the contact's chain, with rolling friction μ_roll > 0 two rolling rows J_t = t1 · ω_d and
+// t2 · ω_d. Returns whether a candidate within the threshold was left out.
 template <class S, class D>
 MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground<S>& ground,
-                                  S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0)) {
+                                  S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0), S roll = S(0)) {
   Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
   Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns, once a contact needs them
   bool columns = false;
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
-  Vec3<S> normal[D::kActive];
+  Vec3<S> frames[D::kActive][3];
   cs.n = 0;
   bool dropped = false;
   for (int k = 0; k < m.ncon; ++k) {
@@ -302,7 +308,7 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.con[i] = k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
-    normal[i] = frame[0];
+    for (int a = 0; a < 3; ++a) frames[i][a] = frame[a];
     contact_chain(m, b, cs, i);
     cs.nd[i + D::kBlocks] = 0;
     if (!columns) dof_world_columns(m, ws, X0, omega, u);
@@ -330,19 +336,23 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     const Vec3<S> minus[3] = {-frame[0], -frame[1], -frame[2]};  // J_b = −(frame · v_b(p))
     point_jacobian(cs, i + D::kBlocks, omega, u, p, minus, cs.J + (3 * i + D::kRows) * D::kChain);
   }
-  if (!(spin > 0)) return dropped;
   for (int i = 0; i < cs.n; ++i) {
-    if (cs.con[i] >= m.ncon) continue;  // a pair has no spin row
-    const int k = cs.nj++, b = cs.n + k;
-    cs.jq[k] = i;
-    cs.jdof[k] = -1;
-    cs.jkind[k] = kRowSpin;
-    cs.jbound[k] = spin;
-    cs.gap[b] = cs.gap[i];
-    cs.w[b] = 1;
-    cs.nd[b] = cs.nd[i];
-    S* J = cs.J + block_row(cs, b) * D::kChain;
-    for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(normal[i], omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
+    if (cs.con[i] >= m.ncon) continue;  // a pair has no torque rows
+    for (int kind = kRowSpin; kind <= kRowRoll2; ++kind) {
+      const S mu = kind == kRowSpin ? spin : roll;
+      if (!(mu > 0)) continue;
+      const int k = cs.nj++, b = cs.n + k;
+      cs.jq[k] = i;
+      cs.jdof[k] = -1;
+      cs.jkind[k] = kind;
+      cs.jbound[k] = mu;
+      cs.gap[b] = cs.gap[i];
+      cs.w[b] = 1;
+      cs.nd[b] = cs.nd[i];
+      S* J = cs.J + block_row(cs, b) * D::kChain;
+      const Vec3<S>& axis = frames[i][kind - kRowSpin];
+      for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(axis, omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
+    }
   }
   return dropped;
 }
@@ -431,8 +441,8 @@ MOREAU_HD void adj_point_centre(const Transform<S>& X0b, const Vec3<S>& pl, cons
   adj_mul_t(X0b.E, pl, adj_X0b.E, unused, adj_c);
 }
 
-// Adjoint of the contact kinematics (contact_candidates' gaps, point_jacobian's rows and the spin
-// rows) for the active contacts at q_M on `ground`: adj_J (the rows over their chains, as cs.J;
+// Adjoint of the contact kinematics (contact_candidates' gaps, point_jacobian's rows and the
+// torque rows) for the active contacts at q_M on `ground`: adj_J (the rows over their chains, as cs.J;
 // joint rows' ignored) and adj_gap (n) into aw.Xup, aw.Sdof and adj_qM. Each contact's facet is
 // looked up again; its normal is constant there (Ground), so the frame carries no gradient. A
 // pair's frame turns with its bodies: n = (c_a − c_b)/|c_a − c_b| and its tangents, the point
@@ -492,13 +502,13 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
     Vec3<S> adj_p{0, 0, 0};
     adj_point_jacobian(m, ws, X0, omega, b, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
                        static_cast<Vec3<S>*>(nullptr));
-    // a spin row: J_t = n · ω_d
+    // a torque row: J_t = a · ω_d, a = frame[kind − kRowSpin]
     for (int k = 0; k < cs.nj; ++k) {
-      if (cs.jkind[k] != kRowSpin || cs.jq[k] != i) continue;
+      if (!torque_row(cs.jkind[k]) || cs.jq[k] != i) continue;
       const S* aS = adj_J + block_row(cs, cs.n + k) * D::kChain;
       for (int j = b; j >= 0; j = m.body_parent[j])
         for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d)
-          adj_omega[d] += aS[m.dof_depth[d]] * frame[0];
+          adj_omega[d] += aS[m.dof_depth[d]] * frame[cs.jkind[k] - kRowSpin];
     }
     // gap = (centre + base − (x, y, h(x, y)))·n − r on the facet's plane: ∂gap/∂(centre + base) = n;
     // p = centre − r n
@@ -648,9 +658,9 @@ MOREAU_HD S contact_violation(const S* P, const S* gamma, S mu, bool fixed_norma
 }
 
 // The same for one-row block k with impulse P and velocity γ: a limit as a contact's normal row,
-// friction (loss or spin, bound B) interior (|P| < B) |γ|, at +B max(γ, 0), at −B max(−γ, 0);
-// nothing where B = 0 (a spin row of a contact that does not push). A spin row's angular
-// velocity counts times μ_spin [m], in m/s as the contacts' (μ_spin ω is to the spin's dissipation
+// friction (loss or torque, bound B) interior (|P| < B) |γ|, at +B max(γ, 0), at −B max(−γ, 0);
+// nothing where B = 0 (a torque row of a contact that does not push). A torque row's angular
+// velocity counts times its μ [m], in m/s as the contacts' (μ_spin ω is to the spin's dissipation
 // per unit normal impulse what the slip velocity is to the tangential one's, per unit μ).
 template <class S, class D>
 MOREAU_HD S joint_row_violation(const ContactScratch<S, D>& cs, int k, S P, S gamma, bool fixed_normal) {
@@ -658,7 +668,7 @@ MOREAU_HD S joint_row_violation(const ContactScratch<S, D>& cs, int k, S P, S ga
   if (!(row_bound(cs, k) > 0)) return S(0);
   const S edge = row_bound(cs, k) * (1 - S(1e-6));
   const S v = P >= edge ? mmax(gamma, S(0)) : (P <= -edge ? mmax(-gamma, S(0)) : mabs(gamma));
-  return cs.jkind[k] == kRowSpin ? cs.jbound[k] * v : v;
+  return torque_row(cs.jkind[k]) ? cs.jbound[k] * v : v;
 }
 
 // y += s x over n entries.
@@ -783,7 +793,7 @@ MOREAU_HD bool subspace_cg(const ContactScratch<S, D>& cs, const int* A, int na,
 
 // Subspace minimisation for pgs_solve, hard contact (every gate w = 1, the normals free): the rows
 // whose class the sweeps have settled (a sticking contact's three, P_n > 0 inside its cone; a
-// limit that pushes, P > 0; a friction-loss or spin row inside its bound) solved together for
+// limit that pushes, P > 0; a friction-loss or torque row inside its bound) solved together for
 // γ_A = 0, the other rows' impulses held: G_AA δ = −γ_A by conjugate gradients from δ = 0 (G_AA is
 // symmetric positive semidefinite; redundant rows, as hips on their stops above sticking feet, make
 // it singular and Gauss–Seidel slow; CG runs on G_AA + εI, below). P moves along δ as far as every
@@ -915,9 +925,9 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
 // sliding contact (before step 2), sweeps grew with the slip: on ANYmal C's trot 5.4 on average
 // and 49 at the 99th percentile, 4.0 and 4 with step 2 (bench/contact_solver.py). Cold start:
 // the solve is a function of the current problem only.
-// One-row blocks (spin rows, limits, friction loss) follow the contacts in every sweep, each
-// solved exactly on its own row, a spin row bounded by its contact's current P_n (docs/contact.md,
-// "Joint rows" and "Spin friction").
+// One-row blocks (torque rows, limits, friction loss) follow the contacts in every sweep, each
+// solved exactly on its own row, a torque row bounded by its contact's current P_n (docs/contact.md,
+// "Joint rows", "Spin friction" and "Rolling friction").
 // Hard contact (every gate 1, the normals free) whose sweeps have not converged after 8, 16, 32,
 // ... sweeps takes a subspace_step: rows that stick or push on a limit above sticking feet are
 // nearly redundant, and Gauss–Seidel alone then crept for hundreds of sweeps.
@@ -970,7 +980,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     if (cs.P[s] != 0) axpy(cs.w[row_block(cs, s)] * cs.P[s], cs.G + s * nr, gt, nr);
   S res = 0;
   // one-row block k, solved exactly: P ← max(P − γ/G_rr, 0) at a limit (given in soft mode),
-  // clamp(P − γ/G_rr, −B, B) for friction loss (B = h F) and spin (B = μ_spin P_n)
+  // clamp(P − γ/G_rr, −B, B) for friction loss (B = h F) and torque rows (B = μ_spin P_n or μ_roll P_n)
   auto solve_row = [&](int k) {
     const int r = nc + k;
     const S grr = cs.G[r * nr + r], wk = cs.w[cs.n + k];
@@ -1150,7 +1160,7 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     const S gt = msqrt(gamma[3 * i + 1] * gamma[3 * i + 1] + gamma[3 * i + 2] * gamma[3 * i + 2]);
     pa.cls[i] = !(P[0] > 0) ? kSeparated : (pt >= mu * P[0] * (1 - S(1e-6)) && gt > tiny ? kSliding : kSticking);
   }
-  // one-row blocks: a limit pushing is "sticking" (γ = 0); friction loss or spin at its bound
+  // one-row blocks: a limit pushing is "sticking" (γ = 0); friction loss or a torque row at its bound
   // B "sliding" (P = ±B)
   for (int k = 0; k < cs.nj; ++k) {
     const S P = cs.P[3 * n + k];
@@ -1170,8 +1180,8 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     const bool joint = i >= n;
     if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
       row[r] = 1;
-      // a spin row at its bound: P − μ_spin sign(P) P_n = 0
-      if (joint && pa.cls[i] == kSliding && cs.jkind[i - n] == kRowSpin && cs.P[r] != 0)
+      // a torque row at its bound: P − μ sign(P) P_n = 0
+      if (joint && pa.cls[i] == kSliding && torque_row(cs.jkind[i - n]) && cs.P[r] != 0)
         row[3 * cs.jq[i - n]] = cs.P[r] > 0 ? -cs.jbound[i - n] : cs.jbound[i - n];
     } else if (pa.cls[i] == kSticking || a == 0) {
       add_wg(r, S(1));
@@ -1348,7 +1358,7 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
   return mode != kContactSoft && cfg.speculative ? S(10) * h : S(0);
 }
 
-// Keeps the blocks with gap ≤ threshold (a spin row with its contact; every friction-loss row), in
+// Keeps the blocks with gap ≤ threshold (a torque row with its contact; every friction-loss row), in
 // order, and sets c = J v:
 // their rows of J and Y and their block of G are the numbers contact_candidates,
 // joint_candidates and delassus give for that set at the same q_M (every candidate below
@@ -1373,7 +1383,7 @@ MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs
       cs.con[a] = cs.con[i];
     } else {
       cs.jdof[a - n] = cs.jdof[i - cs.n];
-      cs.jq[a - n] = cs.jkind[i - cs.n] == kRowSpin ? newidx[cs.jq[i - cs.n]] : cs.jq[i - cs.n];
+      cs.jq[a - n] = torque_row(cs.jkind[i - cs.n]) ? newidx[cs.jq[i - cs.n]] : cs.jq[i - cs.n];
       cs.jkind[a - n] = cs.jkind[i - cs.n];
       cs.jbound[a - n] = cs.jbound[i - cs.n];
     }
@@ -1415,7 +1425,8 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
     restrict_active(threshold, v_free, cs);
   } else {
     cs.n = cs.nj = 0;
-    if (mode != kContactNone && contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env)))
+    if (mode != kContactNone && contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env),
+                                                      p.rolling_friction.get(env)))
       result.status |= kStatusContactsDropped;
     const bool speculative = mode != kContactSoft && mode != kContactSmooth && cfg.speculative;
     joint_candidates(m, p, env, qM, speculative ? v_free : nullptr, h, threshold, cs);
@@ -1575,8 +1586,8 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
       adj_gap[i] += k * dw;
       adj_p.smooth_k += cs.gap[i] * dw;
     }
-    for (int k = 0; k < cs.nj; ++k)  // a spin row's gap is its contact's
-      if (cs.jkind[k] == kRowSpin) adj_gap[cs.jq[k]] += adj_gap[n + k];
+    for (int k = 0; k < cs.nj; ++k)  // a torque row's gap is its contact's
+      if (torque_row(cs.jkind[k])) adj_gap[cs.jq[k]] += adj_gap[n + k];
   } else if (cfg.speculative) {  // c_n += max(g, 0)/h
     for (int i = 0; i < nb; ++i)
       if (unilateral(cs, i) && cs.gap[i] > 0) adj_gap[i] += adj_gamma[block_row(cs, i)] / h;

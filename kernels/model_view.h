@@ -139,6 +139,7 @@ struct Params {
   Param<S> motor_strength;   // (len x nu) scale of each actuator's force, after its limits
   Param<S> frictionloss_scale;  // (len x 1) scale of the model's joint friction loss
   Param<S> spin_friction;       // (len x 1) torsional friction μ_spin [m]: |τ_n| ≤ μ_spin f_n at a contact
+  Param<S> rolling_friction;    // (len x 1) rolling friction μ_roll [m]: |τ_t1|, |τ_t2| ≤ μ_roll f_n at a contact
   Param<S> damping_scale;       // (len x 1) scale of the model's joint damping D
   Param<S> armature_scale;      // (len x 1) scale of the model's joint armature
   Param<S> terrain_x;           // (len x 1) the environment's origin in the heightfield's frame [m]

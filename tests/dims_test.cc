@@ -131,11 +131,11 @@ void expect_classes_agree(const Model& model) {
   std::vector<S> kp(model.actuator_kp.begin(), model.actuator_kp.end());
   std::vector<S> kd(model.actuator_kd.begin(), model.actuator_kd.end());
   const S zero = 0, mu = S(0.8), kn = S(2e4), kdn = S(-1), zeta = S(1), sk = S(300), gmax = S(0.02);
-  const S spin = S(0.02);  // spin rows in both classes' solves
+  const S spin = S(0.02), roll = S(0.01);  // torque rows in both classes' solves
   const std::vector<S> ones(m.nu + 1, S(1));  // motor strength; friction-loss, damping, armature scales
   kern::Params<S> p{{kp.data(), 1}, {kd.data(), 1}, {&zero, 1},       {&mu, 1},         {&kn, 1},
                     {&kdn, 1},      {&zeta, 1},     {&sk, 1},         {&gmax, 1},       {ones.data(), 1},
-                    {ones.data(), 1}, {&spin, 1},   {ones.data(), 1}, {ones.data(), 1}, {&zero, 1}, {&zero, 1}};
+                    {ones.data(), 1}, {&spin, 1},   {&roll, 1},       {ones.data(), 1}, {ones.data(), 1}, {&zero, 1}, {&zero, 1}};
   // settle on the ground (1 s of hard contact, the pose held), then a random velocity and actions
   const kern::ContactSettings<S> hard{kern::kContactHard, 500, S(1e-6), 1, 1};
   for (int step = 0; step < 50; ++step) {

@@ -35,7 +35,7 @@ using Vec = std::vector<double>;
 struct DualInputs {
   std::vector<Dual> q, v, u;
   std::vector<Dual> kp, kd, added_base_mass, friction, contact_kn, contact_kd, contact_zeta, smooth_k, smooth_gmax,
-      motor_strength, frictionloss_scale, spin_friction, damping_scale, armature_scale, terrain_x, terrain_y;
+      motor_strength, frictionloss_scale, spin_friction, rolling_friction, damping_scale, armature_scale, terrain_x, terrain_y;
 };
 
 // Control steps of `model` on dual numbers with the settings and parameters of a
@@ -59,7 +59,8 @@ class DualStep {
                                {&base_.contact_zeta, "contact_zeta"}, {&base_.smooth_k, "smooth_k"},
                                {&base_.smooth_gmax, "smooth_gmax"}, {&base_.motor_strength, "motor_strength"},
                                {&base_.frictionloss_scale, "frictionloss_scale"},
-                               {&base_.spin_friction, "spin_friction"}, {&base_.damping_scale, "damping_scale"},
+                               {&base_.spin_friction, "spin_friction"}, {&base_.rolling_friction, "rolling_friction"},
+                               {&base_.damping_scale, "damping_scale"},
                                {&base_.armature_scale, "armature_scale"}, {&base_.terrain_x, "terrain_x"},
                                {&base_.terrain_y, "terrain_y"}}) {
       const View x = sim.param(name);  // (1 x width), float64 on the CPU
@@ -81,7 +82,7 @@ class DualStep {
                          {in.friction.data(), 1},     {in.contact_kn.data(), 1}, {in.contact_kd.data(), 1},
                          {in.contact_zeta.data(), 1}, {in.smooth_k.data(), 1},   {in.smooth_gmax.data(), 1},
                          {in.motor_strength.data(), 1}, {in.frictionloss_scale.data(), 1},
-                         {in.spin_friction.data(), 1},  {in.damping_scale.data(), 1},
+                         {in.spin_friction.data(), 1},  {in.rolling_friction.data(), 1}, {in.damping_scale.data(), 1},
                          {in.armature_scale.data(), 1}, {in.terrain_x.data(), 1}, {in.terrain_y.data(), 1}};
     auto tape = std::make_unique<kern::StepTape<Dual>>();
     const auto info = kern::no_info<Dual>();

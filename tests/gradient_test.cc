@@ -989,6 +989,59 @@ TEST(SpinFrictionGradient, FloatAndDoubleGradientsAgree) {
   }
 }
 
+// Rolling friction (the torque rows about the tangents): the same ball pressed onto the ground,
+// rolling with its rolling rows at their bound (ω_y 3 rad/s against μ_roll = 0.01 m) or holding
+// it (5 mrad/s against 0.05 m), spin friction 0.01 m beside them, with and without tilted
+// gravity dragging it; and ANYmal C turning on its feet (as above) with the Menagerie's rolling
+// friction 0.01 m beside its spin friction: twelve torque rows.
+void set_rolling_ball(Problem& P, double mu_roll, double wy) {
+  P.set_param("spin_friction", 0.01);
+  P.set_param("rolling_friction", mu_roll);
+  P.in.q = {0.3, -0.1, 0.1 - 2e-4, 0.98, 0.1, -0.15, 0.05};
+  P.in.v = {0.1 * wy, -0.01, -0.05, 0.01, wy, 0.5};
+}
+
+TEST(RollingFrictionGradient, BallRollingOrHeldMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft}) {
+    for (double gx : {0.0, 9.0}) {
+      for (auto [mu_roll, wy] : {std::pair{0.01, 3.0}, std::pair{0.05, 0.005}}) {
+        SCOPED_TRACE(std::string(contact_mode_name(mode)) + (wy > 1 ? ", rolling" : ", held") +
+                     (gx != 0 ? ", dragged" : ""));
+        Problem P(ball_model(), 1, mode, 93, 0.0, gx);
+        set_rolling_ball(P, mu_roll, wy);
+        expect_matches_fd(P, 1e-5);
+      }
+    }
+  }
+}
+
+TEST(RollingFrictionGradient, TurningQuadrupedMatchesFiniteDifferences) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    Problem P("anymal_c.json", 1, mode, 44, 0.0);
+    P.set_param("spin_friction", 0.02);
+    P.set_param("rolling_friction", 0.01);
+    P.sim.step(100);
+    P.sim.get_state(P.in.q.data(), P.in.v.data(), 1);
+    P.in.q[2] -= 1e-3;
+    P.in.v[0] = 0.3;
+    P.in.v[5] = 1.0;
+    expect_matches_fd(P, 1e-5);
+  }
+}
+
+// Float32 gradients agree with float64 to 1e-3 of the largest entry on the rolling ball.
+TEST(RollingFrictionGradient, FloatAndDoubleGradientsAgree) {
+  for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
+    for (auto [mu_roll, wy] : {std::pair{0.01, 3.0}, std::pair{0.05, 0.005}}) {
+      SCOPED_TRACE(std::string(contact_mode_name(mode)) + (wy > 1 ? ", rolling" : ", held"));
+      Problem P(ball_model(), 1, mode, 94, 0.0);
+      set_rolling_ball(P, mu_roll, wy);
+      expect_float_agrees(P, mode);
+    }
+  }
+}
+
 // Contact between two bodies of the robot (pairs, sphere against sphere; no gravity, away from
 // the ground): two free balls pressed 0.2 mm into each other, closing and sliding across one
 // another; and a free base with two arms whose tip spheres touch, the pair's two halves sharing

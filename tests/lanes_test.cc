@@ -67,7 +67,7 @@ struct Batch {
   kern::ModelView<kern::Pack<S, kLanes<S>>> mp = lanes.view(lanes.reals.data(), lanes.ints.data());
   int n;
   std::vector<S> q, v, u, kp, kd, added, ones;
-  S mu = S(0.8), kn = S(2e4), kdn = S(-1), zeta = S(1), sk = S(300), gmax = S(0.02), spin = S(0);
+  S mu = S(0.8), kn = S(2e4), kdn = S(-1), zeta = S(1), sk = S(300), gmax = S(0.02), spin = S(0), roll = S(0);
   S zero = S(0);  // the terrain origin
   kern::Params<S> p{};
 
@@ -82,7 +82,7 @@ struct Batch {
     ones.assign(m.nu + 1, S(1));  // motor strength; friction-loss, damping, armature scales
     p = {{kp.data(), 1},   {kd.data(), 1}, {added.data(), n},  {&mu, 1},   {&kn, 1},
          {&kdn, 1},        {&zeta, 1},     {&sk, 1},           {&gmax, 1}, {ones.data(), 1},
-         {ones.data(), 1}, {&spin, 1},     {ones.data(), 1},   {ones.data(), 1}, {&zero, 1}, {&zero, 1}};
+         {ones.data(), 1}, {&spin, 1},     {&roll, 1},       {ones.data(), 1},   {ones.data(), 1}, {&zero, 1}, {&zero, 1}};
     for (int e = 0; e < n; ++e) {
       for (int k = 0; k < m.nq; ++k) q[k * n + e] = static_cast<S>(model.qpos0[k]);
       for (int a = 0; a < m.nu; ++a) u[a * n + e] = static_cast<S>(model.qpos0[m.actuator_qposadr[a]]);
