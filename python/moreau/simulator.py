@@ -568,7 +568,7 @@ def _param_range(name: str, model: Model):
     host/typed_backend.h), an elementwise torch test; None for a parameter it does not know (set
     through the host)."""
     if name in ("kp", "kd", "friction", "contact_zeta", "smooth_gmax", "motor_strength", "frictionloss_scale",
-                "spin_friction", "damping_scale", "armature_scale"):
+                "spin_friction", "rolling_friction", "damping_scale", "armature_scale"):
         return lambda x: x >= 0
     if name in ("contact_kn", "smooth_k"):
         return lambda x: x > 0

@@ -35,8 +35,8 @@ from .simulator import ACTUATOR_PARAMS, GRAD_PARAMS, Simulator
 
 # Per-environment parameters a step takes without a gradient: applied in the forward and again in
 # the backward (the values of that forward, whatever the simulator holds by then).
-FIXED_PARAMS = ("motor_strength", "frictionloss_scale", "spin_friction", "damping_scale", "armature_scale",
-                "terrain_x", "terrain_y")
+FIXED_PARAMS = ("motor_strength", "frictionloss_scale", "spin_friction", "rolling_friction", "damping_scale",
+                "armature_scale", "terrain_x", "terrain_y")
 STEP_PARAMS = GRAD_PARAMS + FIXED_PARAMS
 
 __all__ = ["Step", "step", "rollout", "timing"]
@@ -63,8 +63,8 @@ def _apply_params(sim: Simulator, params) -> None:
 
 class Step(torch.autograd.Function):
     """(sim, q, v, action, kp, kd, added_base_mass, friction, contact_kn, smooth_k, motor_strength,
-    frictionloss_scale, spin_friction, damping_scale, armature_scale, terrain_x, terrain_y) -> (q_next, v_next,
-    status), the autograd function behind
+    frictionloss_scale, spin_friction, rolling_friction, damping_scale, armature_scale, terrain_x, terrain_y) ->
+    (q_next, v_next, status), the autograd function behind
     ``moreau.torch.step`` (whose arguments it checks again); parameters may be None or left out."""
 
     @staticmethod
@@ -145,7 +145,8 @@ def step(sim: Simulator, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor,
          added_base_mass: Optional[torch.Tensor] = None, friction: Optional[torch.Tensor] = None,
          contact_kn: Optional[torch.Tensor] = None, smooth_k: Optional[torch.Tensor] = None,
          motor_strength: Optional[torch.Tensor] = None, frictionloss_scale: Optional[torch.Tensor] = None,
-         spin_friction: Optional[torch.Tensor] = None, damping_scale: Optional[torch.Tensor] = None,
+         spin_friction: Optional[torch.Tensor] = None, rolling_friction: Optional[torch.Tensor] = None,
+         damping_scale: Optional[torch.Tensor] = None,
          armature_scale: Optional[torch.Tensor] = None, terrain_x: Optional[torch.Tensor] = None,
          terrain_y: Optional[torch.Tensor] = None, return_status: bool = False):
     """One differentiable control step: returns (q_next, v_next), or (q_next, v_next, status)
@@ -154,14 +155,14 @@ def step(sim: Simulator, q: torch.Tensor, v: torch.Tensor, action: torch.Tensor,
     q (n_env, nq), v (n_env, nv), action (n_env, nu): on ``sim.device``, dtype ``sim.dtype``.
     kp, kd (n_env, nu); added_base_mass, friction, contact_kn, smooth_k (n_env,) or (n_env, 1):
     optional per-environment parameters whose gradients are returned by autograd;
-    motor_strength (n_env, nu), frictionloss_scale, spin_friction, damping_scale, armature_scale,
-    terrain_x, terrain_y (n_env,): per-environment parameters without a gradient (the backward uses the
+    motor_strength (n_env, nu), frictionloss_scale, spin_friction, rolling_friction, damping_scale,
+    armature_scale, terrain_x, terrain_y (n_env,): per-environment parameters without a gradient (the backward uses the
     forward's values)."""
     fn = "moreau.torch.step"
     return_status = as_bool(fn, "return_status", return_status)
     given = dict(kp=kp, kd=kd, added_base_mass=added_base_mass, friction=friction, contact_kn=contact_kn,
                  smooth_k=smooth_k, motor_strength=motor_strength, frictionloss_scale=frictionloss_scale,
-                 spin_friction=spin_friction, damping_scale=damping_scale, armature_scale=armature_scale,
+                 spin_friction=spin_friction, rolling_friction=rolling_friction, damping_scale=damping_scale, armature_scale=armature_scale,
                  terrain_x=terrain_x, terrain_y=terrain_y)
     q, v, action, params = _step_inputs(fn, sim, q, v, action, [given[name] for name in STEP_PARAMS])
     q_out, v_out, status = Step.apply(sim, q, v, action, *params)

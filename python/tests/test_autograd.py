@@ -186,27 +186,28 @@ def test_damping_and_armature_scales_act_and_their_gradient_matches_gradcheck(ge
 
 
 @pytest.mark.parametrize("mode", ["hard", "smooth", "soft"])
-def test_spin_friction_slows_a_spinning_cube_and_its_gradient_matches_gradcheck(mode, gen):
-    """spin_friction (per environment, no gradient): two copies of a cube pressed on the ground and
-    spinning at 2 rad/s on slippery ground (μ = 0.05, the corners slide), without and with
-    μ_spin = 0.03 m; state gradients against gradcheck in smooth and soft contact (in hard contact
-    the corners settle at the speculative switch, gap 0 at the midpoint, after the first physics
-    step, where the step has a kink: tests/gradient_test.cc checks hard spin friction on a ball and
-    a quadruped)."""
+@pytest.mark.parametrize("name, axis, state", [("spin_friction", 5, pressed_cube), ("rolling_friction", 3, corner_cube)])
+def test_torque_friction_slows_a_turning_cube_and_its_gradient_matches_gradcheck(mode, name, axis, state, gen):
+    """spin_friction and rolling_friction (per environment, no gradient): two copies of a cube on
+    slippery ground (μ = 0.05) turning at 2 rad/s, about z pressed on its four bottom corners (spin:
+    the corners slide) or about x on one corner (rolling over it), without and with μ = 0.03 m; state gradients against gradcheck in
+    smooth and soft contact (in hard contact the corners settle at the speculative switch, gap 0 at
+    the midpoint, after the first physics step, where the step has a kink: tests/gradient_test.cc
+    checks hard spin and rolling friction on a ball and a quadruped)."""
     sim = cube(mode)
     sim.set_param("friction", 0.05)
-    q, v, a = pressed_cube(sim, gen)
+    q, v, a = state(sim, gen)
     q[1], v[1] = q[0], v[0]
-    v[:, 5] = 2.0
-    spin = torch.tensor([0.0, 0.03], dtype=torch.float64)
-    _, v1 = mt.step(sim, q, v, a, spin_friction=spin)
-    assert v1[1, 5] < v1[0, 5] - 1e-3, "the spin friction should slow the second cube's spin more"
+    v[:, axis] = 2.0
+    mu = torch.tensor([0.0, 0.03], dtype=torch.float64)
+    _, v1 = mt.step(sim, q, v, a, **{name: mu})
+    assert v1[1, axis].abs() < v1[0, axis].abs() - 1e-3, f"{name} should slow the second cube's turning more"
     if mode == "hard":
         return
     qs, vs = q.clone().requires_grad_(), v.clone().requires_grad_()
 
     def f(q_, v_):
-        return mt.step(sim, q_, v_, a, spin_friction=spin)
+        return mt.step(sim, q_, v_, a, **{name: mu})
 
     assert torch.autograd.gradcheck(f, (qs, vs), eps=1e-6, atol=1e-5, rtol=1e-4)
 

@@ -135,7 +135,7 @@ def spied(sim):
 
 VALID = {"kp": 12.5, "kd": 0.7, "added_base_mass": 2.5, "friction": 0.4, "contact_kn": 3e4, "contact_kd": 50.0,
          "contact_zeta": 0.8, "smooth_k": 250.0, "smooth_gmax": 0.03, "motor_strength": 0.9, "frictionloss_scale": 1.5,
-         "spin_friction": 0.02, "damping_scale": 0.5, "armature_scale": 1.5, "terrain_x": 3.5, "terrain_y": 2.5}
+         "spin_friction": 0.02, "rolling_friction": 0.01, "damping_scale": 0.5, "armature_scale": 1.5, "terrain_x": 3.5, "terrain_y": 2.5}
 
 
 def test_every_parameter_is_known_here():

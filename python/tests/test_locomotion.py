@@ -284,6 +284,19 @@ def test_spin_friction_preset_randomises_the_feet_torsional_friction():
     assert torch.equal(fixed.spin_friction, torch.full((4,), 0.02, dtype=fixed.spin_friction.dtype))
 
 
+def test_rolling_friction_randomisation_reaches_the_simulator():
+    e = env_(64, push_robots=False, randomize_rolling_friction=True, rolling_friction_range=(0.0, 0.02))
+    roll = e.rolling_friction
+    assert (roll >= 0).all() and (roll <= 0.02).all() and roll.std() > 0.003
+    with torch.no_grad():
+        e.step(torch.zeros(64, 12))
+    assert torch.allclose(e.sim.param("rolling_friction")[:, 0], e.rolling_friction)
+    e.reset()
+    assert not torch.equal(e.rolling_friction, roll), "a reset draws the rolling friction again"
+    fixed = env_(4, push_robots=False, rolling_friction=0.01)
+    assert torch.equal(fixed.rolling_friction, torch.full((4,), 0.01, dtype=fixed.rolling_friction.dtype))
+
+
 def test_smooth_k_randomisation_and_action_delay():
     e = env_(64, push_robots=False, contact="smooth", randomize_smooth_k=True, smooth_k_range=(100.0, 1000.0),
              action_delay_prob=0.5)

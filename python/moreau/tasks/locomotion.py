@@ -110,7 +110,8 @@ strength ~ U[``motor_strength_range``], a damping scale ~ ``damping_scale`` ·
 U[``damping_scale_range``], an armature scale ~ U[``armature_scale_range``], the smooth contact's
 sigmoid scale k ~ U[``smooth_k_range``] (foot compliance while training through smooth contact), the
 feet's torsional friction μ_spin ~ U[``spin_friction_range``] (otherwise ``spin_friction``, 0: none)
-per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
+and their rolling friction μ_roll ~ U[``rolling_friction_range``] (otherwise ``rolling_friction``, 0:
+none) per environment, drawn at construction and at each reset, passed to ``moreau.torch.step`` as
 per-environment parameters (so that the backward of an earlier step still sees the values of its
 forward); with probability ``action_delay_prob`` an environment's actions act one control step late
 (its joint targets and the torques term come from the previous action) until its next reset; pushes
@@ -367,6 +368,9 @@ class LocomotionConfig:
     spin_friction: float = 0.0  # [m] torsional friction at the feet, |τ_n| ≤ μ_spin f_n
     randomize_spin_friction: bool = False
     spin_friction_range: Tuple[float, float] = (0.0, 0.04)  # [m]
+    rolling_friction: float = 0.0  # [m] rolling friction at the feet, |τ_t| ≤ μ_roll f_n about each tangent
+    randomize_rolling_friction: bool = False
+    rolling_friction_range: Tuple[float, float] = (0.0, 0.02)  # [m]
     action_delay_prob: float = 0.0
     push_robots: bool = True
     push_interval_s: float = 15.0
@@ -523,6 +527,7 @@ class Locomotion(DiffEnv):
         self.motor_strength = torch.ones(n, self.num_actions, **tk)
         self.smooth_k = torch.full((n,), 300.0, **tk)
         self.spin_friction = torch.full((n,), cfg.spin_friction, **tk)
+        self.rolling_friction = torch.full((n,), cfg.rolling_friction, **tk)
         self.action_delay = torch.zeros(n, dtype=torch.bool, device=self.device)
         # the episode sums of the weighted reward terms (weight · dt each), one row per term
         self.episode_terms = [k for k in REWARD_TERMS if self.reward_weights.get(k, 0.0)]
@@ -673,6 +678,9 @@ class Locomotion(DiffEnv):
             self.smooth_k = torch.where(mask, self._uniform(*c.smooth_k_range, n), self.smooth_k)
         if c.randomize_spin_friction:
             self.spin_friction = torch.where(mask, self._uniform(*c.spin_friction_range, n), self.spin_friction)
+        if c.randomize_rolling_friction:
+            self.rolling_friction = torch.where(mask, self._uniform(*c.rolling_friction_range, n),
+                                                self.rolling_friction)
         if c.action_delay_prob > 0:
             self.action_delay = torch.where(mask, self._uniform(0.0, 1.0, n) < c.action_delay_prob, self.action_delay)
 
@@ -904,6 +912,7 @@ class Locomotion(DiffEnv):
         q1, v1, status = mt.step(self.sim, q, v, self.targets(applied), friction=self.friction,
                                  added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
                                  motor_strength=self.motor_strength, spin_friction=self.spin_friction,
+                                 rolling_friction=self.rolling_friction,
                                  damping_scale=self.damping_scale, armature_scale=self.armature_scale,
                                  terrain_x=self.origin[:, 0] if self.terrain is not None else None,
                                  terrain_y=self.origin[:, 1] if self.terrain is not None else None,
