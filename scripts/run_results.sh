@@ -38,6 +38,7 @@ declare -A transfer_effects=([nominal]='{}'
   [torque_speed_8]='{"drive_max_velocity": 8.0}'
   [knee_contacts]='{"knee_contacts": true}'
   [spin_friction_0.02]='{"spin_friction": 0.02, "randomize_spin_friction": false}'
+  [rolling_friction_0.01]='{"rolling_friction": 0.01, "randomize_rolling_friction": false}'
   [self_collisions]='{"self_collisions": true}'
   [self_collisions_knees]='{"self_collisions": true, "knee_contacts": true}')
 evaluate_effects() {

@@ -6,8 +6,9 @@
 # "walk_transfer_spin" (the feet's torsional friction randomised too) and "walk_transfer_spin_yaw"
 # (the same with the yaw-rate tracking term's weight 1.0 instead of legged_gym's 0.5) and
 # "walk_transfer_feet" (that, with the smooth contact's k randomised per environment, U[100, 1000]
-# 1/m: feet that touch from further away or nearer), seed 0 each, two at a time
-# side by side on one core each (2,500 iterations, about an hour each pair on the 2-core Xeon VM);
+# 1/m: feet that touch from further away or nearer) and "walk_transfer_roll" (that, with the feet's
+# rolling friction randomised too, U[0, 0.02] m about the Menagerie's 0.01), seed 0 each, two at a time
+# side by side on one core each (2,500 iterations, one to two hours each on the 2-core Xeon VM);
 # then, for each, moreau's evaluation protocol under hard contact
 # (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
 # and the policy file and compressed log in results/transfer/NAME/. The shipped policy's table
@@ -23,12 +24,15 @@ cd "$(dirname "$0")/.."
 source scripts/run_results.sh
 out=results/transfer
 mkdir -p runs "$out"
-names="walk_transfer walk_transfer_nosep walk_transfer_hard walk_transfer_spin walk_transfer_spin_yaw walk_transfer_feet"
+names="walk_transfer walk_transfer_nosep walk_transfer_hard walk_transfer_spin walk_transfer_spin_yaw walk_transfer_feet
+       walk_transfer_roll"
 declare -A config=([walk_transfer_nosep]='{"reward_weights": {"feet_separation": 0.0}}'
                    [walk_transfer_spin_yaw]='{"reward_weights": {"tracking_ang_vel": 1.0}}'
-                   [walk_transfer_feet]='{"reward_weights": {"tracking_ang_vel": 1.0}, "randomize_smooth_k": true}')
+                   [walk_transfer_feet]='{"reward_weights": {"tracking_ang_vel": 1.0}, "randomize_smooth_k": true}'
+                   [walk_transfer_roll]='{"reward_weights": {"tracking_ang_vel": 1.0}, "randomize_smooth_k": true,
+                                          "randomize_rolling_friction": true, "rolling_friction_range": [0.0, 0.02]}')
 declare -A preset=([walk_transfer_spin]=walk_transfer_spin [walk_transfer_spin_yaw]=walk_transfer_spin
-                   [walk_transfer_feet]=walk_transfer_spin)
+                   [walk_transfer_feet]=walk_transfer_spin [walk_transfer_roll]=walk_transfer_spin)
 declare -A contact=([walk_transfer_hard]=hard)
 train() {
   local name=$1 run="runs/$1_s0"
@@ -39,6 +43,7 @@ train() {
 train walk_transfer & train walk_transfer_nosep & wait
 train walk_transfer_hard & train walk_transfer_spin & wait
 train walk_transfer_spin_yaw & train walk_transfer_feet & wait
+train walk_transfer_roll
 for name in $names; do
   run="runs/${name}_s0" dest="$out/$name"
   mkdir -p "$dest"
