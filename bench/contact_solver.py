@@ -2,6 +2,7 @@
 
     python3 bench/contact_solver.py [--contact hard,smooth] [--envs 256] [--repeats 5]
                                     [--policy results/shac_walk/policy.pt] [--spin-friction 0,0.02]
+                                    [--rolling-friction 0,0.01]
                                     [--drives DAMPING,FRICTIONLOSS] [--no-limits] [--json-out PATH]
                                     [--walking-states PATH]
 
@@ -24,8 +25,8 @@ joint (the ``trot_transfer`` task's drives): the friction-loss rows then join ev
 ``--no-limits`` takes the joint limits out (their rows join a solve where a joint is within reach
 of its limit).
 
-For each set, contact mode and spin friction μ_spin (``--spin-friction``, a list; default 0: none)
-it reports the solve's sweeps per control step (the largest over
+For each set, contact mode, spin friction μ_spin (``--spin-friction``, a list; default 0: none)
+and rolling friction μ_roll (``--rolling-friction``, a list; default 0: none) it reports the solve's sweeps per control step (the largest over
 its physics steps, ``Simulator.solver_iterations``): mean, median, 99th percentile, max and how
 many reached the cap; the mean over groups of 32 environments of their largest count (a CUDA
 warp runs as long as its slowest thread); and the stateful step's time per physics step (one
@@ -36,6 +37,7 @@ wall-clock time).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -108,9 +110,10 @@ def walking(envs: int, policy_path: str, seconds: float = 4.0, every: int = 5):
     return batches
 
 
-def run(model, batches, envs: int, contact: str, repeats: int, spin: float = 0.0):
+def run(model, batches, envs: int, contact: str, repeats: int, spin: float = 0.0, roll: float = 0.0):
     sim = moreau.Simulator(model, n_env=envs, contact=contact, n_threads=1)
     sim.set_param("spin_friction", spin)
+    sim.set_param("rolling_friction", roll)
     physics = envs * sim.model.decimation * sim.substeps
     passes, sweeps = [], []
     for r in range(repeats + 1):  # the first pass warms up
@@ -144,6 +147,7 @@ def main(argv=None) -> int:
     p.add_argument("--policy", default=os.path.join(ROOT, "results", "shac_walk", "policy.pt"),
                    help="'none': no walking set")
     p.add_argument("--spin-friction", default="0", help="comma-separated μ_spin values [m]")
+    p.add_argument("--rolling-friction", default="0", help="comma-separated μ_roll values [m]")
     p.add_argument("--drives", default=None, metavar="DAMPING,FRICTIONLOSS",
                    help="damping [N m s/rad] and friction loss [N m] on every leg joint (default: the file's)")
     p.add_argument("--no-limits", action="store_true", help="without the robot file's joint limits")
@@ -168,17 +172,18 @@ def main(argv=None) -> int:
                 torch.save(sets["walking"], a.walking_states)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')}  {platform.node()}  {os.cpu_count()} CPUs  "
           f"load {os.getloadavg()[0]:.1f}  moreau {moreau.__file__}  drives {drives}  limits {not a.no_limits}")
-    print(f"{'contact':8s} {'spin':>5s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "
+    print(f"{'contact':8s} {'spin':>5s} {'roll':>5s} {'states':10s} {'solves':>7s} {'mean':>6s} {'median':>6s} {'p99':>5s} {'max':>5s} "
           f"{'at cap':>6s} {'warp max':>8s} {'ns/step':>8s}")
     rows = []
     for contact in a.contact.split(","):
-        for spin in (float(x) for x in a.spin_friction.split(",")):
+        for spin, roll in itertools.product((float(x) for x in a.spin_friction.split(",")),
+                                            [float(x) for x in a.rolling_friction.split(",")]):
             for name, batches in sets.items():
-                r = run(model, batches, a.envs, contact, a.repeats, spin)
-                r.update(contact=contact, spin_friction=spin, states=name, envs=a.envs, drives=drives,
-                         limits=not a.no_limits, policy=a.policy)
+                r = run(model, batches, a.envs, contact, a.repeats, spin, roll)
+                r.update(contact=contact, spin_friction=spin, rolling_friction=roll, states=name, envs=a.envs,
+                         drives=drives, limits=not a.no_limits, policy=a.policy)
                 rows.append(r)
-                print(f"{contact:8s} {spin:5.3f} {name:10s} {r['solves']:7d} {r['sweeps_mean']:6.2f} {r['sweeps_median']:6.0f} "
+                print(f"{contact:8s} {spin:5.3f} {roll:5.3f} {name:10s} {r['solves']:7d} {r['sweeps_mean']:6.2f} {r['sweeps_median']:6.0f} "
                       f"{r['sweeps_p99']:5.0f} {r['sweeps_max']:5.0f} {r['at_cap']:6d} {r['warp32_max_mean']:8.1f} "
                       f"{r['ns_per_physics_step']:8.0f}", flush=True)
     if a.json_out:
