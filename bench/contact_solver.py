@@ -111,7 +111,7 @@ def walking(envs: int, policy_path: str, seconds: float = 4.0, every: int = 5):
 
 
 def run(model, batches, envs: int, contact: str, repeats: int, spin: float = 0.0, roll: float = 0.0):
-    sim = moreau.Simulator(model, n_env=envs, contact=contact, n_threads=1)
+    sim = moreau.Simulator(model, n_env=envs, contact=contact, n_threads=1, condim=6 if roll > 0 else None)
     sim.set_param("spin_friction", spin)
     sim.set_param("rolling_friction", roll)
     physics = envs * sim.model.decimation * sim.substeps

@@ -159,7 +159,7 @@ class CudaBackend : public TypedBackend<float> {
 
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
-    kern::with_dims(m, [&](const auto& md) {
+    kern::with_dims(m, rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       control_step_fwd_kernel<float, D><<<blocks(b.n_env), block_, 0, stream()>>>(md, cfg, p, b, k);
       check_launch(control_step_fwd_kernel<float, D>, "step", stream());
@@ -168,7 +168,7 @@ class CudaBackend : public TypedBackend<float> {
   int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
-    kern::with_dims(m, [&](const auto& md) {
+    kern::with_dims(m, rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (adjoint) {
         pure_step_adj_kernel<float, D><<<blocks(io.n_env), block_, 0, stream()>>>(md, cfg, p, io);

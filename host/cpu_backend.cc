@@ -42,7 +42,7 @@ class CpuBackend : public TypedBackend<S> {
   // take whole groups, so an environment's numbers do not depend on the thread count.
   void launch_step(const kern::ModelView<S>& m, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
                    const kern::Batch<S>& b, int k) override {
-    kern::with_dims(m, [&](const auto& md) {
+    kern::with_dims(m, this->rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       const kern::ModelView<Lanes, D> mp{lanes_view_};
       pool_.parallel_for(groups(b.n_env), [&](int begin, int end) {
@@ -56,7 +56,7 @@ class CpuBackend : public TypedBackend<S> {
                    const kern::PureStep<S>& io, bool adjoint) override {
     const int n_steps = m.decimation * cfg.substeps, chosen = this->options().adjoint_tapes;
     const int n_tapes = std::min(n_steps, chosen > 0 ? chosen : kMaxTapes);
-    kern::with_dims(m, [&](const auto& md) {
+    kern::with_dims(m, this->rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (!adjoint) {
         const kern::ModelView<Lanes, D> mp{lanes_view_};

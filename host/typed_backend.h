@@ -73,6 +73,9 @@ class TypedBackend : public Backend {
       throw Error("Simulator: contact.tolerance: expected >= 0 (0 = default), got " + std::to_string(c.tolerance));
     if (c.substeps < 0)
       throw Error("Simulator: contact.substeps: expected >= 0 (0 = automatic), got " + std::to_string(c.substeps));
+    if (c.condim != 4 && c.condim != 6)
+      throw Error("Simulator: contact.condim: expected 4 (spin friction) or 6 (spin and rolling friction), got " +
+                  std::to_string(c.condim));
     update_substeps();
   }
 
@@ -97,6 +100,7 @@ class TypedBackend : public Backend {
   View solver_residual() override { return view_of(d_solver_residual_, 1); }
 
   View param(const std::string& name) override {
+    check_rolling(name);
     const ParamBuffer& p = find_param(name);
     View view = view_of(p.data, p.width, p.len);
     return view;
@@ -121,6 +125,7 @@ class TypedBackend : public Backend {
       if (!std::isfinite(values[k]))
         throw Error("set_param('" + name + "'): value " + std::to_string(k) + " is not finite");
       check_param_range(name, k, values[k]);
+      if (values[k] != 0) check_rolling(name);
     }
     ParamBuffer& p = params_[name];
     if (p.len != len || p.width != width) {
@@ -304,6 +309,10 @@ class TypedBackend : public Backend {
     return {static_cast<int>(c.mode), c.max_iterations, tolerance, c.speculative ? 1 : 0, substeps_};
   }
 
+  // Whether the solve has room for rolling friction's rows (contact condim 6): the size class the
+  // kernels run in (kern::with_dims).
+  bool rolling_rows() const { return options_.contact.condim == 6; }
+
   Memory& memory() override { return *mem_; }
   // Device buffers freed with the backend (or earlier, by release).
   template <class T>
@@ -346,6 +355,14 @@ class TypedBackend : public Backend {
       expected = "> -" + num(base_mass) + " (the base's mass " + num(base_mass) + " kg plus it > 0)";
     if (!expected.empty())
       throw Error("set_param('" + name + "'): value " + std::to_string(k) + ": expected " + expected + ", got " + num(x));
+  }
+
+  // rolling_friction acts only where the solve has room for its rows: reading or writing it on a
+  // condim-4 simulator is an error (the defaults, 0, are written at construction).
+  void check_rolling(const std::string& name) const {
+    if (name == "rolling_friction" && !rolling_rows())
+      throw Error("rolling_friction: this simulator's contact.condim is 4 (no rolling friction rows): expected a "
+                  "simulator made with contact.condim = 6");
   }
 
   int param_width(const std::string& name) const {

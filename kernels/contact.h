@@ -338,7 +338,7 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
   }
   for (int i = 0; i < cs.n; ++i) {
     if (cs.con[i] >= m.ncon) continue;  // a pair has no torque rows
-    for (int kind = kRowSpin; kind <= kRowRoll2; ++kind) {
+    for (int kind = kRowSpin; kind < kRowSpin + D::kTorque; ++kind) {  // rolling rows where the class holds them
       const S mu = kind == kRowSpin ? spin : roll;
       if (!(mu > 0)) continue;
       const int k = cs.nj++, b = cs.n + k;

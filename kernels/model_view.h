@@ -96,19 +96,22 @@ struct ModelView : ModelArrays<S> {
   using Dims = D;
 };
 
-// (a pair of points takes an active slot as a point does: kActive holds every point and pair)
+// (a pair of points takes an active slot as a point does: kActive holds every point and pair;
+// `rolling`: room for rolling friction's rows)
 template <class D, class S>
-MOREAU_HD bool fits(const ModelArrays<S>& m) {
+MOREAU_HD bool fits(const ModelArrays<S>& m, bool rolling = false) {
   return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu &&
-         m.ncon + m.npair <= D::kContacts && m.nM <= D::kNM && m.nchain <= D::kChain && m.njrow <= D::kJointRows;
+         m.ncon + m.npair <= D::kContacts && m.nM <= D::kNM && m.nchain <= D::kChain && m.njrow <= D::kJointRows &&
+         (!rolling || D::kTorque == 3);
 }
 
-// Calls f(view) with the model's view in the smallest size class it fits.
+// Calls f(view) with the model's view in the smallest size class it fits, one with room for
+// rolling friction's rows where `rolling` (a simulator with contact condim 6).
 template <class S, class F>
-void with_dims(const ModelArrays<S>& m, F&& f) {
-  if (fits<QuadrupedDims>(m)) {
+void with_dims(const ModelArrays<S>& m, bool rolling, F&& f) {
+  if (fits<QuadrupedDims>(m, rolling)) {
     f(ModelView<S, QuadrupedDims>{m});
-  } else if (fits<SmallDims>(m)) {
+  } else if (fits<SmallDims>(m, rolling)) {
     f(ModelView<S, SmallDims>{m});
   } else {
     f(ModelView<S, MaxDims>{m});

@@ -22,10 +22,10 @@ kern::ModelView<S> view_of(const PackedModel<S>& packed) {
   return packed.view(packed.reals.data(), packed.ints.data());
 }
 
-const char* chosen_class(const Model& model) {
+const char* chosen_class(const Model& model, bool rolling = false) {
   PackedModel<double> packed(model);
   const char* name = nullptr;
-  kern::with_dims(view_of(packed), [&](const auto& v) {
+  kern::with_dims(view_of(packed), rolling, [&](const auto& v) {
     using D = typename std::decay_t<decltype(v)>::Dims;
     name = std::is_same_v<D, QuadrupedDims> ? "quadruped" : std::is_same_v<D, SmallDims> ? "small" : "max";
   });
@@ -42,6 +42,9 @@ Model anymal_with_frictionloss() {
 TEST(Dims, EachModelRunsInTheSmallestClassItFits) {
   // 13 bodies, nv 18, 4 feet, 12 limits
   EXPECT_STREQ(chosen_class(load_model(test::asset("anymal_c.json"))), "quadruped");
+  // room for rolling friction's rows (contact condim 6): the quadruped's class has none
+  EXPECT_STREQ(chosen_class(load_model(test::asset("anymal_c.json")), true), "small");
+  EXPECT_STREQ(chosen_class(load_model(test::asset("cartpole.json")), true), "small");
   EXPECT_STREQ(chosen_class(anymal_with_frictionloss()), "small");              // 16 joint rows > 12
   EXPECT_STREQ(chosen_class(load_model(test::asset("cube.json"))), "small");      // 8 corners > 4
   EXPECT_STREQ(chosen_class(load_model(test::asset("cartpole.json"))), "quadruped");
@@ -131,7 +134,8 @@ void expect_classes_agree(const Model& model) {
   std::vector<S> kp(model.actuator_kp.begin(), model.actuator_kp.end());
   std::vector<S> kd(model.actuator_kd.begin(), model.actuator_kd.end());
   const S zero = 0, mu = S(0.8), kn = S(2e4), kdn = S(-1), zeta = S(1), sk = S(300), gmax = S(0.02);
-  const S spin = S(0.02), roll = S(0.01);  // torque rows in both classes' solves
+  // torque rows in both classes' solves: rolling ones where class D holds them
+  const S spin = S(0.02), roll = D::kTorque == 3 ? S(0.01) : S(0);
   const std::vector<S> ones(m.nu + 1, S(1));  // motor strength; friction-loss, damping, armature scales
   kern::Params<S> p{{kp.data(), 1}, {kd.data(), 1}, {&zero, 1},       {&mu, 1},         {&kn, 1},
                     {&kdn, 1},      {&zeta, 1},     {&sk, 1},         {&gmax, 1},       {ones.data(), 1},

@@ -63,6 +63,10 @@ class DualStep {
                                {&base_.damping_scale, "damping_scale"},
                                {&base_.armature_scale, "armature_scale"}, {&base_.terrain_x, "terrain_x"},
                                {&base_.terrain_y, "terrain_y"}}) {
+      if (std::string(name) == "rolling_friction" && sim.options().contact.condim != 6) {
+        field->assign(1, Dual(0));  // no room for rolling rows: none (the simulator refuses the view)
+        continue;
+      }
       const View x = sim.param(name);  // (1 x width), float64 on the CPU
       EXPECT_EQ(x.shape[0], 1) << name;
       const double* values = static_cast<const double*>(x.data);

@@ -45,9 +45,11 @@ struct Problem {
   Problem(const std::string& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50,
           double gravity_x = 0)
       : Problem(load_model(asset(robot)), n_env, mode, seed, lift, gravity_x) {}
-  Problem(const Model& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50, double gravity_x = 0)
+  // condim 6: room for rolling friction's rows.
+  Problem(const Model& robot, int n_env, ContactMode mode, unsigned seed, double lift = 50, double gravity_x = 0,
+          int condim = 4)
       : model(with_gravity_x(robot, gravity_x)),
-        sim(model, options(n_env, mode)),
+        sim(model, options(n_env, mode, condim)),
         in(model, n_env),
         w(model, n_env) {
     std::mt19937 rng(seed);
@@ -68,9 +70,10 @@ struct Problem {
     m.gravity[0] = gx;
     return m;
   }
-  static SimulatorOptions options(int n_env, ContactMode mode) {
+  static SimulatorOptions options(int n_env, ContactMode mode, int condim = 4) {
     SimulatorOptions o;
     o.n_env = n_env;
+    o.contact.condim = condim;
     o.dtype = DType::Float64;
     o.n_threads = 1;
     o.contact.mode = mode;
@@ -119,7 +122,7 @@ struct Problem {
   // The state and action gradients at `in` (one environment) of a float32 simulator of this
   // model in `mode` (the solver at its float defaults); its status in *status.
   Batch gradient32(ContactMode mode, int32_t* status) {
-    SimulatorOptions o = options(1, mode);
+    SimulatorOptions o = options(1, mode, sim.options().contact.condim);
     o.dtype = DType::Float32;
     o.contact.tolerance = 0;  // the float default
     o.contact.max_iterations = 500;
@@ -1007,7 +1010,7 @@ TEST(RollingFrictionGradient, BallRollingOrHeldMatchesFiniteDifferences) {
       for (auto [mu_roll, wy] : {std::pair{0.01, 3.0}, std::pair{0.05, 0.005}}) {
         SCOPED_TRACE(std::string(contact_mode_name(mode)) + (wy > 1 ? ", rolling" : ", held") +
                      (gx != 0 ? ", dragged" : ""));
-        Problem P(ball_model(), 1, mode, 93, 0.0, gx);
+        Problem P(ball_model(), 1, mode, 93, 0.0, gx, 6);
         set_rolling_ball(P, mu_roll, wy);
         expect_matches_fd(P, 1e-5);
       }
@@ -1018,7 +1021,7 @@ TEST(RollingFrictionGradient, BallRollingOrHeldMatchesFiniteDifferences) {
 TEST(RollingFrictionGradient, TurningQuadrupedMatchesFiniteDifferences) {
   for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth}) {
     SCOPED_TRACE(contact_mode_name(mode));
-    Problem P("anymal_c.json", 1, mode, 44, 0.0);
+    Problem P(load_model(asset("anymal_c.json")), 1, mode, 44, 0.0, 0.0, 6);
     P.set_param("spin_friction", 0.02);
     P.set_param("rolling_friction", 0.01);
     P.sim.step(100);
@@ -1035,7 +1038,7 @@ TEST(RollingFrictionGradient, FloatAndDoubleGradientsAgree) {
   for (ContactMode mode : {ContactMode::Hard, ContactMode::Smooth, ContactMode::Soft, ContactMode::HardSmoothGrad}) {
     for (auto [mu_roll, wy] : {std::pair{0.01, 3.0}, std::pair{0.05, 0.005}}) {
       SCOPED_TRACE(std::string(contact_mode_name(mode)) + (wy > 1 ? ", rolling" : ", held"));
-      Problem P(ball_model(), 1, mode, 94, 0.0);
+      Problem P(ball_model(), 1, mode, 94, 0.0, 0.0, 6);
       set_rolling_ball(P, mu_roll, wy);
       expect_float_agrees(P, mode);
     }

@@ -126,7 +126,7 @@ void expect_groups_match_the_scalar(double rel) {
     std::vector<int> s1(n, 0), s2(n, 0);
     const kern::PureStep<S> scalar = b.pure(s1.data(), q1.data(), v1.data());
     const kern::PureStep<S> grouped = b.pure(s2.data(), q2.data(), v2.data());
-    kern::with_dims(b.m, [&](const auto& md) {
+    kern::with_dims(b.m, false, [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       const kern::ModelView<kern::Pack<S, W>, D> mp{b.mp};
       for (int e = 0; e < n; ++e) kern::pure_step(md, cfg, b.p, scalar, e);
@@ -189,7 +189,7 @@ void expect_group_adjoints_match_the_scalar(double rel) {
       io[i].adj_kp = out[i].kp.data();
       io[i].adj_added_base_mass = out[i].mass.data();
     }
-    kern::with_dims(b.m, [&](const auto& md) {
+    kern::with_dims(b.m, false, [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       const kern::ModelView<kern::Pack<S, W>, D> mp{b.mp};
       const int n_steps = md.decimation * cfg.substeps;

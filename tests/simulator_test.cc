@@ -118,6 +118,26 @@ TEST(Validation, SetParamValueRanges) {
                "negative gain");
 }
 
+// Rolling friction needs a simulator with room for its rows (contact condim 6): a nonzero
+// rolling_friction on a condim-4 simulator, or a view of it, is an error that names the option;
+// zero is accepted; condim 6 takes it; other condims are rejected.
+TEST(Validation, RollingFrictionNeedsCondim6) {
+  const Model& m = anymal();
+  Simulator sim(m, opts(4));
+  const double zero = 0, mu = 0.01;
+  EXPECT_NO_THROW(sim.set_param("rolling_friction", &zero, 1, 1));
+  const std::string need = "rolling_friction: this simulator's contact.condim is 4";
+  expect_error([&] { sim.set_param("rolling_friction", &mu, 1, 1); }, {need, "contact.condim = 6"}, "set_param");
+  expect_error([&] { sim.param("rolling_friction"); }, {need}, "param()");
+  SimulatorOptions o = opts(4);
+  o.contact.condim = 6;
+  Simulator six(m, o);
+  EXPECT_NO_THROW(six.set_param("rolling_friction", &mu, 1, 1));
+  EXPECT_EQ(static_cast<const double*>(six.param("rolling_friction").data)[0], mu);
+  o.contact.condim = 3;
+  expect_error([&] { Simulator bad(m, o); }, {"contact.condim: expected 4 (spin friction) or 6", "got 3"}, "condim 3");
+}
+
 TEST(Validation, ResetOutOfRangeAndStepNegative) {
   const Model& m = anymal();
   Simulator sim(m, opts(4));

@@ -48,6 +48,7 @@ std::unique_ptr<Simulator> ball_sim(ContactMode mode, double h, double mu_spin, 
   o.contact.mode = mode;
   o.contact.tolerance = 1e-12;
   o.contact.max_iterations = 2000;
+  o.contact.condim = mu_roll > 0 ? 6 : 4;  // room for the rolling rows
   auto sim = std::make_unique<Simulator>(ball(), o);
   sim->set_param("spin_friction", &mu_spin, 1, 1);
   sim->set_param("rolling_friction", &mu_roll, 1, 1);

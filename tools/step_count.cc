@@ -39,7 +39,7 @@ class PerThreadBackend final : public TypedBackend<float> {
  protected:
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
-    kern::with_dims(m, [&](const auto& md) {
+    kern::with_dims(m, rolling_rows(), [&](const auto& md) {
       for (int env = 0; env < b.n_env; ++env)
         for (int s = 0; s < k; ++s) kern::control_step(md, cfg, p, b, env);
     });
@@ -47,7 +47,7 @@ class PerThreadBackend final : public TypedBackend<float> {
   int max_adjoint_rows() const override { return 1; }
   void launch_pure(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
-    kern::with_dims(m, [&](const auto& md) {
+    kern::with_dims(m, rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
       for (int env = 0; env < io.n_env; ++env) {
         if (!adjoint) {

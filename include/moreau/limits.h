@@ -16,23 +16,24 @@ constexpr int kMaxJointRows = 48;  // joint constraint rows: limited revolute/pr
 // maxima. A backend runs a model with the smallest class it fits (kern::with_dims). NM bounds the
 // mass matrix's tree-sparse entries (Model::nM; a chain of Nv dofs has them all, Nv (Nv + 1) / 2),
 // Chain the dofs on a root-to-dof path (Model::nchain), the length of a contact's Jacobian rows;
-// JointRows the joint constraint rows (joint_rows(Model)). A solve holds 3 kActive + kJointRows
-// rows, and with spin and rolling friction three torque rows per contact: 6 kActive + kJointRows.
+// JointRows the joint constraint rows (joint_rows(Model)), Torque the torque rows a contact may
+// have: 1 (spin friction) or 3 (spin and rolling friction; a simulator with contact condim 6). A
+// solve holds 3 kActive + kJointRows rows, and Torque more per contact.
 template <int Bodies, int Nv, int Nq, int Nu, int Contacts, int NM = Nv * (Nv + 1) / 2, int Chain = Nv,
-          int JointRows = kMaxJointRows>
+          int JointRows = kMaxJointRows, int Torque = 3>
 struct Dims {
   static constexpr int kBodies = Bodies, kNv = Nv, kNq = Nq, kNu = Nu, kContacts = Contacts, kNM = NM;
-  static constexpr int kChain = Chain, kJointRows = JointRows;
+  static constexpr int kChain = Chain, kJointRows = JointRows, kTorque = Torque;
   static constexpr int kActive = Contacts < kMaxActive ? Contacts : kMaxActive;
-  static constexpr int kBlocks = 4 * kActive + kJointRows, kRows = 6 * kActive + kJointRows;
+  static constexpr int kBlocks = (1 + Torque) * kActive + kJointRows, kRows = (3 + Torque) * kActive + kJointRows;
 };
 // Every model compile() accepts.
 using MaxDims = Dims<kMaxBodies, kMaxNv, kMaxNq, kMaxNu, kMaxContacts>;
 // A quadruped with a free base and four 3-dof legs (ANYmal C, Go1: nM = 21 + 4 (7 + 8 + 9) = 117,
 // chains of 6 + 3 dofs), its four feet and a limit on each leg joint: ANYmal C as shipped, sized
-// to it (the solve's 36 rows with spin and rolling friction; the CUDA kernels' scratch per thread grows with
-// the square of the rows: docs/gpu.md).
-using QuadrupedDims = Dims<13, 18, 19, 12, 4, 117, 9, 12>;
+// to it, with spin friction but no rolling friction (the solve's 28 rows; the CUDA kernels'
+// scratch per thread grows with the square of the rows: docs/gpu.md).
+using QuadrupedDims = Dims<13, 18, 19, 12, 4, 117, 9, 12, 1>;
 // The same quadruped with 8 contact points at most (knees or a box's corners), a limit and a
 // friction loss on each leg joint; it also holds the small models (cube, cart-pole, pendulums).
 using SmallDims = Dims<13, 18, 19, 12, 8, 117, 9, 24>;

@@ -69,6 +69,10 @@ struct ContactOptions {
   double tolerance = 0;      // [m/s]; 0 = 1e-6 in float64, 2e-5 in float32
   bool speculative = true;   // hard: contacts within reach may not end the step penetrating
   int substeps = 0;          // physics substeps per step; 0 = automatic (soft: docs/contact.md)
+  // MuJoCo's contact dimensionality: 4, the contact cone and torsional (spin) friction; 6, also
+  // rolling friction, whose rows the solve then has room for (the parameter rolling_friction needs
+  // it; the CUDA kernels' scratch grows: docs/gpu.md)
+  int condim = 4;
 };
 
 inline constexpr int kDefaultCudaBlock = 128;

@@ -212,8 +212,9 @@ class Simulator:
         device: ``"cpu"`` or ``"cuda"`` / ``"cuda:N"`` (or a ``torch.device``).
         dtype: ``torch.float32`` or ``torch.float64`` (float64 on the CPU only).
         contact: a ``moreau.ContactOptions``, or a mode name ('none', 'hard', 'soft', 'smooth',
-            'hard_smooth_grad'); ``tolerance``, ``max_iterations``, ``speculative`` and
-            ``substeps`` override its fields.
+            'hard_smooth_grad'); ``tolerance``, ``max_iterations``, ``speculative``,
+            ``substeps`` and ``condim`` override its fields (``condim`` 6: room for rolling
+            friction's rows, which the parameter ``rolling_friction`` needs; default 4).
         n_threads: CPU worker threads (0 = all).
         timestep, decimation: 0 = the model's.
         adjoint_tapes: physics steps whose intermediates the CPU adjoint keeps (0 = all of a
@@ -235,7 +236,8 @@ class Simulator:
 
     def __init__(self, model, n_env: int = 1, device="cpu", dtype=torch.float32, *, contact=None,
                  tolerance: Optional[float] = None, max_iterations: Optional[int] = None,
-                 speculative: Optional[bool] = None, substeps: Optional[int] = None, n_threads: int = 0,
+                 speculative: Optional[bool] = None, substeps: Optional[int] = None,
+                 condim: Optional[int] = None, n_threads: int = 0,
                  timestep: float = 0.0, decimation: int = 0, adjoint_tapes: int = 0, cuda_block: int = 0,
                  cuda_stream=None):
         model = load(model)
@@ -267,6 +269,8 @@ class Simulator:
             c.speculative = as_bool("Simulator", "speculative", speculative)
         if substeps is not None:
             c.substeps = as_int("Simulator", "substeps", substeps)
+        if condim is not None:
+            c.condim = as_int("Simulator", "condim", condim)
         o.contact = c
         if dev.type == "cuda":
             if not _moreau.built_with_cuda:

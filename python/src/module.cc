@@ -383,7 +383,8 @@ NB_MODULE(_moreau, m) {
       .def_rw("max_iterations", &ContactOptions::max_iterations)
       .def_rw("tolerance", &ContactOptions::tolerance)
       .def_rw("speculative", &ContactOptions::speculative)
-      .def_rw("substeps", &ContactOptions::substeps);
+      .def_rw("substeps", &ContactOptions::substeps)
+      .def_rw("condim", &ContactOptions::condim);
   nb::class_<SimulatorOptions>(m, "SimulatorOptions")
       .def(nb::init<>())
       .def_rw("n_env", &SimulatorOptions::n_env)

@@ -194,7 +194,7 @@ def test_torque_friction_slows_a_turning_cube_and_its_gradient_matches_gradcheck
     smooth and soft contact (in hard contact the corners settle at the speculative switch, gap 0 at
     the midpoint, after the first physics step, where the step has a kink: tests/gradient_test.cc
     checks hard spin and rolling friction on a ball and a quadruped)."""
-    sim = cube(mode)
+    sim = cube(mode, **({"condim": 6} if name == "rolling_friction" else {}))
     sim.set_param("friction", 0.05)
     q, v, a = state(sim, gen)
     q[1], v[1] = q[0], v[0]
@@ -210,6 +210,22 @@ def test_torque_friction_slows_a_turning_cube_and_its_gradient_matches_gradcheck
         return mt.step(sim, q_, v_, a, **{name: mu})
 
     assert torch.autograd.gradcheck(f, (qs, vs), eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_rolling_friction_needs_a_condim_6_simulator(gen):
+    """A simulator has room for rolling friction's rows only with condim=6: passing
+    rolling_friction to a step of a default (condim 4) one, or writing it, is an error that names
+    the option."""
+    sim = cube("hard")
+    q, v, a = corner_cube(sim, gen)
+    mu = torch.full((2,), 0.01, dtype=torch.float64)
+    with pytest.raises(moreau.Error, match="condim is 4.*condim = 6"):
+        mt.step(sim, q, v, a, rolling_friction=mu)
+    with pytest.raises(moreau.Error, match="condim"):
+        sim.set_param("rolling_friction", 0.01)
+    six = cube("hard", condim=6)
+    mt.step(six, q, v, a, rolling_friction=mu)
+    assert torch.equal(six.param("rolling_friction")[:, 0], mu)
 
 
 @needs_cuda

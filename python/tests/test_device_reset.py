@@ -149,7 +149,8 @@ def test_device_writes_equal_host_writes(device, dtype):
     if device == "cuda" and dtype == torch.float64:
         pytest.skip("the CUDA backend runs float32")
     n = 5
-    dev, host = (spied(moreau.Simulator(ANYMAL, n_env=n, device=device, dtype=dtype)) for _ in range(2))
+    # condim 6: room for rolling friction's rows, so that every parameter may be written
+    dev, host = (spied(moreau.Simulator(ANYMAL, n_env=n, device=device, dtype=dtype, condim=6)) for _ in range(2))
     gen = torch.Generator().manual_seed(3)
     for name, value in VALID.items():
         width = dev.nu if name in ("kp", "kd", "motor_strength") else 1
@@ -175,7 +176,7 @@ def test_device_writes_equal_host_writes(device, dtype):
 def test_device_path_rejects_what_the_host_path_rejects():
     """For every parameter and probe value, the device path (its torch range checks) refuses
     what the library's host check refuses, with the library's message, and keeps the old values."""
-    sim = spied(moreau.Simulator(ANYMAL, n_env=3, dtype=torch.float64))
+    sim = spied(moreau.Simulator(ANYMAL, n_env=3, dtype=torch.float64, condim=6))
     base = sim.model.body_mass[0]
     probes = [float("nan"), float("inf"), -float("inf"), -1.0, -1e-12, 0.0, 1e-12, 1.0, -base, -base + 1e-9,
               -base - 1e-9]

@@ -451,9 +451,12 @@ class Locomotion(DiffEnv):
             self.terrain = Terrain(TerrainConfig(**{k: tuple(v) if isinstance(v, list) else v
                                                     for k, v in cfg.terrain.items()}))
             model = self.terrain.model(model)
+        # rolling friction's rows need a simulator with room for them (condim 6)
+        self.rolling = cfg.rolling_friction > 0 or cfg.randomize_rolling_friction
         self.sim = moreau.Simulator(model, n_env=cfg.num_envs, device=cfg.device,
                                     dtype=cfg.dtype, contact=cfg.contact, n_threads=cfg.n_threads,
-                                    timestep=self.robot.timestep or 0.0, decimation=self.robot.decimation or 0)
+                                    timestep=self.robot.timestep or 0.0, decimation=self.robot.decimation or 0,
+                                    condim=6 if self.rolling else None)
         sim = self.sim
         self.device = sim.device
         self.dtype = sim.dtype
@@ -912,7 +915,7 @@ class Locomotion(DiffEnv):
         q1, v1, status = mt.step(self.sim, q, v, self.targets(applied), friction=self.friction,
                                  added_base_mass=self.added_base_mass, frictionloss_scale=self.frictionloss_scale,
                                  motor_strength=self.motor_strength, spin_friction=self.spin_friction,
-                                 rolling_friction=self.rolling_friction,
+                                 rolling_friction=self.rolling_friction if self.rolling else None,
                                  damping_scale=self.damping_scale, armature_scale=self.armature_scale,
                                  terrain_x=self.origin[:, 0] if self.terrain is not None else None,
                                  terrain_y=self.origin[:, 1] if self.terrain is not None else None,
