@@ -145,7 +145,7 @@ class Simulator {
   // "frictionloss_scale" (1: the model's joint friction loss scaled), "spin_friction" (0 m:
   // torsional friction μ_spin at every contact point, |τ_n| ≤ μ_spin f_n; no gradient),
   // "rolling_friction" (0 m: rolling friction μ_roll at every contact point, |τ_t1|, |τ_t2| ≤
-  // μ_roll f_n about the two tangents; no gradient),
+  // μ_roll f_n about the two tangents; no gradient; only with contact.condim 6),
   // "damping_scale", "armature_scale" (1: the model's joint damping and armature scaled; no gradient),
   // "terrain_x", "terrain_y" (0 m: the environment's origin in the heightfield's frame; no gradient).
   View param(const std::string& name);
