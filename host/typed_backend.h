@@ -41,6 +41,17 @@ class TypedBackend : public Backend {
     if (n > max_environments(model_))
       throw Error("Simulator: n_env: expected at most " + std::to_string(max_environments(model_)) +
                   " for this robot (the kernels' field offsets are 32-bit: max_environments), got " + std::to_string(n));
+    // the options checked before anything is allocated (a throwing constructor frees nothing)
+    const ContactOptions& c = options_.contact;
+    if (c.max_iterations < 1)
+      throw Error("Simulator: contact.max_iterations: expected >= 1, got " + std::to_string(c.max_iterations));
+    if (c.tolerance < 0 || !std::isfinite(c.tolerance))
+      throw Error("Simulator: contact.tolerance: expected >= 0 (0 = default), got " + std::to_string(c.tolerance));
+    if (c.substeps < 0)
+      throw Error("Simulator: contact.substeps: expected >= 0 (0 = automatic), got " + std::to_string(c.substeps));
+    if (c.condim != 4 && c.condim != 6)
+      throw Error("Simulator: contact.condim: expected 4 (spin friction) or 6 (spin and rolling friction), got " +
+                  std::to_string(c.condim));
     d_reals_ = alloc<S>(packed_.reals.size());
     d_ints_ = alloc<int>(packed_.ints.size());
     mem_->upload(d_reals_, packed_.reals.data(), sizeof(S) * packed_.reals.size());
@@ -66,16 +77,6 @@ class TypedBackend : public Backend {
     set_param("kd", model_.actuator_kd.data(), 1, model_.nu);
     set_param("motor_strength", std::vector<double>(model_.nu, 1.0).data(), 1, model_.nu);
     for (const ScalarParam& sp : kScalarParams) set_param(sp.name, &sp.default_value, 1, 1);
-    const ContactOptions& c = options_.contact;
-    if (c.max_iterations < 1)
-      throw Error("Simulator: contact.max_iterations: expected >= 1, got " + std::to_string(c.max_iterations));
-    if (c.tolerance < 0 || !std::isfinite(c.tolerance))
-      throw Error("Simulator: contact.tolerance: expected >= 0 (0 = default), got " + std::to_string(c.tolerance));
-    if (c.substeps < 0)
-      throw Error("Simulator: contact.substeps: expected >= 0 (0 = automatic), got " + std::to_string(c.substeps));
-    if (c.condim != 4 && c.condim != 6)
-      throw Error("Simulator: contact.condim: expected 4 (spin friction) or 6 (spin and rolling friction), got " +
-                  std::to_string(c.condim));
     update_substeps();
   }
 
