@@ -14,7 +14,7 @@ land, each a list of batches of (q, v, action, friction, added base mass):
 - holding: the same robot's next second, every 5th control step (its joints' friction-loss rows,
   with ``--drives``, hold it still);
 - perturbed: standing, then v + N(0, 0.5²) and action + N(0, 0.3²) per environment (seeded);
-- walking: the states along the shipped SHAC policy's trot (``--policy``) under hard contact,
+- walking: the states along the walk_fast policy's trot (``--policy``) under hard contact,
   moreau.evaluation.evaluate's protocol (commands uniform in the training ranges, pushes), every 5th
   control step of 4 s. The set depends on the build (the trajectory follows its solves):
   ``--walking-states PATH`` loads it from PATH where that file exists and else saves it there,

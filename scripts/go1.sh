@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # results/go1/README.md, end to end and resumable: SHAC through smooth contact trains the Unitree
 # Go1 (the locomotion task's "go1" robot configuration, docs/robots.md) from scratch with the
-# shipped ANYmal C recipe (preset walk_fast, the gait clock scaled to the robot), one run per seed
+# ANYmal C's walk_fast recipe (preset walk_fast, the gait clock scaled to the robot), one run per seed
 # given (default 0) on one core each (2,500 iterations, or up to --until's); then moreau's
 # evaluation protocol under hard contact (128 environments x 20 s, a GIF of two of them; and under
 # smooth contact) and the policy and compressed log in results/go1/<variant>sK/ (the final policy,

@@ -16,7 +16,7 @@
 #   tests       (150 s) pytest python/tests (8 workers) with MOREAU_REQUIRE_CUDA=1: a CUDA test
 #               that skips fails (python/tests/conftest.py); test_host_sync.py runs a SHAC
 #               iteration and PPO steps under torch.cuda.set_sync_debug_mode("error")
-#   shac        (up to 240 s of training, MOREAU_GPU_LEARN_SHAC_S) the shipped preset walk_fast with
+#   shac        (up to 240 s of training, MOREAU_GPU_LEARN_SHAC_S) the preset walk_fast with
 #               4,096 environments on the GPU (--max-minutes: a final model_<it>.pt and policy.pt),
 #               a checkpoint every 25 iterations; figure shac_train.png (return, samples/s, the
 #               iteration's time breakdown)

@@ -5,7 +5,7 @@
 # level curriculum, seed 0, side by side on one core each; then moreau's evaluation protocol under
 # hard contact on every level of every terrain type (500 environments x 20 s, each on its own tile,
 # 10 per type and level: moreau.evaluation.evaluate) with the per-type, per-level metrics and plot,
-# and the policies and compressed logs in results/rough/<method>/; and the shipped flat-ground
+# and the policies and compressed logs in results/rough/<method>/; and the flat-ground walk_fast
 # SHAC policy on the same terrain (results/rough/flat_shac_walk/) as the baseline. Method
 # shac_bodies is SHAC with the trunk's, thighs' and shanks' collision shapes against the terrain
 # (task option body_contacts, legged_gym's shapes; the trunk touching is a fall), evaluated so, and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# results/shac_walk/README.md, end to end and resumable: trains the shipped preset, "walk_fast" (SHAC
+# results/shac_walk/README.md, end to end and resumable: trains the preset "walk_fast" (SHAC
 # through smooth contact with a stochastic actor and 4 critic epochs, trot clock, swing-foot
 # height, command curriculum; 2,500 iterations x 8,192 samples) for each seed in runs/, two seeds
 # side by side on one core each; evaluates every other checkpoint under hard contact with

@@ -3,7 +3,7 @@
 # on moreau's export of the policy's robot, MuJoCo on the Menagerie's ANYmal C as it is without
 # and with pushes; 32 environments x 20 s each (10.7 robot-minutes), seed 1. Writes one JSON per
 # column to OUT and prints the table (moreau.evaluation.sim2sim_table).
-#   bash scripts/sim2sim.sh results/shac_walk/policy.pt results/transfer/shipped
+#   bash scripts/sim2sim.sh results/shac_walk/policy.pt results/transfer/walk_fast
 set -euo pipefail
 cd "$(dirname "$0")/.."
 policy=${1:?usage: sim2sim.sh POLICY OUT}

@@ -11,8 +11,8 @@
 # side by side on one core each (2,500 iterations, one to two hours each on the 2-core Xeon VM);
 # then, for each, moreau's evaluation protocol under hard contact
 # (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
-# and the policy file and compressed log in results/transfer/NAME/. The shipped policy's table
-# is results/transfer/shipped. Each randomisation's effect: every policy evaluated by moreau's
+# and the policy file and compressed log in results/transfer/NAME/. The walk_fast policy's table
+# is results/transfer/walk_fast. Each randomisation's effect: every policy evaluated by moreau's
 # protocol with one perturbation of its robot at a time (evaluate_effects in
 # scripts/run_results.sh; NAME/effects/*.json).
 # Training resumes from the newest checkpoint in runs/ (--resume auto); finished evaluations are
@@ -54,18 +54,33 @@ for name in $names; do
     "$run/log.csv" "$dest/log.csv.xz"
   bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
 done
-for name in shipped $names; do
+for name in walk_fast $names; do
   policy="$out/$name/policy.pt"
-  [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
+  [ "$name" = walk_fast ] && policy=results/shac_walk/policy.pt
   [ -s "$out/$name/leg_clearance.json" ] || python3 -m moreau.evaluation.leg_clearance "$policy" \
     --json "$out/$name/leg_clearance.json"
 done
-for name in shipped $names; do
+for name in walk_fast $names; do
   policy="$out/$name/policy.pt"
-  [ "$name" = shipped ] && policy=results/shac_walk/policy.pt
+  [ "$name" = walk_fast ] && policy=results/shac_walk/policy.pt
   evaluate_effects "$policy" "$out/$name"
 done
-tables=("$out/shipped")
+# The shipped policy (walk_transfer_roll, scripts/demo.sh) and the walk_fast policy each on the
+# other's robot and randomisation, moreau's protocol: what the transfer training costs on moreau's
+# own robot, and what the walk_fast policy meets on the transfer task; and the shipped policy's GIF.
+walk_fast_task='{"joint_damping": null, "damping_scale": null, "joint_frictionloss": null,
+  "randomize_frictionloss": false, "randomize_motor_strength": false, "randomize_smooth_k": false,
+  "randomize_spin_friction": false, "randomize_rolling_friction": false}'
+transfer_task='{"joint_damping": 0.5, "damping_scale": 1.0, "joint_frictionloss": 0.1, "randomize_frictionloss": true,
+  "randomize_motor_strength": true, "randomize_spin_friction": true, "randomize_rolling_friction": true}'
+shipped=$out/walk_transfer_roll
+[ -s "$shipped/eval_hard_walk_fast_task.json" ] || python3 -m moreau.evaluation.evaluate "$shipped/policy.pt" \
+  --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" --json "$shipped/eval_hard_walk_fast_task.json"
+[ -s "$out/walk_fast/eval_hard_transfer_task.json" ] || python3 -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
+  --contact hard --sim-threads 1 --plot none --task-config "$transfer_task" --json "$out/walk_fast/eval_hard_transfer_task.json"
+[ -s "$shipped/walk_hard.gif" ] || python3 -m moreau.evaluation.evaluate "$shipped/policy.pt" --contact hard \
+  --sim-threads 1 --plot none --video "$shipped/walk_hard.gif" --video-envs 2 --video-fps 12.5
+tables=("$out/walk_fast")
 for name in $names; do tables+=("$out/$name"); done
 python3 -m moreau.evaluation.sim2sim_table "${tables[@]}" --markdown
 python3 -m moreau.evaluation.sim2sim_table --effects "${tables[@]}" --markdown

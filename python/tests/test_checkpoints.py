@@ -15,7 +15,9 @@ from moreau.trainers.shac import main as shac_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SHIPPED = os.path.join(os.path.dirname(__file__), "..", "..", "results", "shac_walk", "policy.pt")
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "..", "results")
+POLICIES = [os.path.join(RESULTS, "transfer", "walk_transfer_roll", "policy.pt"),  # the shipped one
+            os.path.join(RESULTS, "shac_walk", "policy.pt")]
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +72,11 @@ def test_a_ppo_checkpoint_keeps_its_actor_and_task():
     assert set(strip_checkpoint(ck)) == set(PPO_POLICY_KEYS) | {"stripped"}
 
 
-def test_the_shipped_policy_is_a_policy_file():
-    ck = torch.load(SHIPPED, weights_only=False)
+@pytest.mark.parametrize("path", POLICIES, ids=["shipped", "walk_fast"])
+def test_the_published_policies_are_policy_files(path):
+    ck = torch.load(path, weights_only=False)
     assert is_stripped(ck) and set(ck) == set(SHAC_POLICY_KEYS) | {"stripped"}
-    assert os.path.getsize(SHIPPED) < 300_000
+    assert os.path.getsize(path) < 300_000
 
 
 def _write_log(path, rows):

@@ -1,7 +1,7 @@
 """moreau.evaluation.mujoco: a moreau locomotion policy run in MuJoCo (sim-to-sim).
 
 The MuJoCo observation must be the task's (a mismatch silently ruins the transfer), MuJoCo on
-moreau's exported model must hold the default pose like moreau, and the shipped policy must
+moreau's exported model must hold the default pose like moreau, and the walk_fast policy must
 track a command in MuJoCo about as well as in moreau (docs/sim2sim.md).
 """
 import os
@@ -281,7 +281,7 @@ def test_robot_self_collisions_cover_mujocos_contacts(path):
 
 def test_task_config_puts_a_flat_policy_on_terrain():
     """``run(task_config=...)`` (``--task-config``) changes the task for both engines as
-    moreau.evaluation.evaluate's does: the shipped flat-ground policy on a generated terrain,
+    moreau.evaluation.evaluate's does: the flat-ground walk_fast policy on a generated terrain,
     metrics per terrain type and level from MuJoCo and from moreau."""
     terrain = dict(num_levels=2, num_types=5, proportions=[1, 1, 1, 1, 1], border=2.0)
     res = mj.run(POLICY, num_envs=2, seconds=0.2, verbose=False, task_config={"terrain": terrain})

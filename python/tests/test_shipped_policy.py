@@ -1,7 +1,10 @@
-"""The shipped SHAC policy (results/shac_walk/policy.pt, results/shac_walk/README.md), trained through
-smooth contact, still walks under hard contact: rebuilt from the checkpoint alone, it tracks a
-forward command and random commands of the training ranges. Guards the task, the simulator and
-the checkpoint format against changes that would silently break the published result."""
+"""The published walking policies still walk under hard contact: the shipped one
+(results/transfer/walk_transfer_roll/policy.pt, results/transfer/README.md: damped drives, joint
+friction and foot friction randomised, condim 6) and the walk_fast policy (results/shac_walk/policy.pt,
+results/shac_walk/README.md), both trained through smooth contact. Rebuilt from the checkpoint
+alone, each tracks a forward command and random commands of the training ranges on its own task.
+Guards the task, the simulator and the checkpoint format against changes that would silently
+break a published result."""
 import os
 
 import pytest
@@ -10,19 +13,27 @@ import torch
 from moreau.evaluation.evaluate import eval_env, evaluate
 from moreau.trainers.checkpoints import load_shac_policy
 
-POLICY = os.path.join(os.path.dirname(__file__), "..", "..", "results", "shac_walk", "policy.pt")
+RESULTS = os.path.join(os.path.dirname(__file__), "..", "..", "results")
+SHIPPED = os.path.join(RESULTS, "transfer", "walk_transfer_roll", "policy.pt")
+WALK_FAST = os.path.join(RESULTS, "shac_walk", "policy.pt")
 
 
-@pytest.fixture(scope="module")
-def policy():
+@pytest.fixture(scope="module", params=[SHIPPED, WALK_FAST], ids=["shipped", "walk_fast"])
+def policy(request):
     torch.set_num_threads(1)
-    return load_shac_policy(POLICY)
+    return load_shac_policy(request.param)
 
 
 def test_the_checkpoint_carries_its_task(policy):
     meta = policy.meta["env"]
     assert meta["contact"] == "smooth" and meta["task_config"]["gait_frequency"] == 2.0
     assert meta["num_obs"] == 56 and policy.meta["env_steps"] > 1e6
+
+
+def test_the_shipped_policy_trained_on_the_transfer_robot():
+    task = load_shac_policy(SHIPPED).meta["env"]["task_config"]
+    assert task["joint_damping"] > 0 and task["joint_frictionloss"] > 0 and task["joint_limits"]
+    assert task["randomize_spin_friction"] and task["randomize_rolling_friction"]
 
 
 def test_walks_forward_under_hard_contact(policy):
@@ -41,13 +52,13 @@ def test_tracks_random_commands_under_hard_contact(policy):
     assert res["falls"] <= 1 and res["lin_vel_error"] < 0.3 and res["yaw_rate_error"] < 0.3, res
 
 
-def test_leg_clearance_tells_the_transfer_policy_from_the_shipped_one():
-    # moreau.evaluation.leg_clearance: the shipped policy brings its feet within 6 cm of each other
+def test_leg_clearance_tells_the_transfer_policy_from_the_walk_fast_one():
+    # moreau.evaluation.leg_clearance: the walk_fast policy brings its feet within 6 cm of each other
     # often (10.9 % of pair-steps in the full protocol); walk_transfer, trained with feet_separation,
     # almost never (0.03 %)
     from moreau.evaluation.leg_clearance import leg_clearance
-    transfer = os.path.join(os.path.dirname(POLICY), "..", "transfer", "walk_transfer", "policy.pt")
-    shipped = leg_clearance(POLICY, num_envs=8, seconds=4.0)
+    transfer = os.path.join(RESULTS, "transfer", "walk_transfer", "policy.pt")
+    walk_fast = leg_clearance(WALK_FAST, num_envs=8, seconds=4.0)
     trained = leg_clearance(transfer, num_envs=8, seconds=4.0)
-    assert shipped["pair_steps"] == trained["pair_steps"] == 2 * 8 * 200
-    assert shipped["near_fraction"] > 0.02 > trained["near_fraction"]
+    assert walk_fast["pair_steps"] == trained["pair_steps"] == 2 * 8 * 200
+    assert walk_fast["near_fraction"] > 0.02 > trained["near_fraction"]

@@ -10,7 +10,7 @@ from moreau.studies.gradients import main, returns, start_states, study_env
 from moreau.trainers.checkpoints import load_policy
 
 # The walk preset's policy (results/gradients/README.md was measured with it). Central differences
-# need every action farther than h from the ±1 clip: the shipped walk_fast policy's tanh saturates
+# need every action farther than h from the ±1 clip: the walk_fast policy's tanh saturates
 # (|a| up to 0.998 at these start states), where a 3e-3 step straddles the clip's kink.
 POLICY = os.path.join(os.path.dirname(__file__), "..", "..", "results", "study_b", "walk", "policies",
                       "shac_smooth.pt")

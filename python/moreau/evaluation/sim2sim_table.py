@@ -1,6 +1,6 @@
 """moreau.evaluation.sim2sim_table: the sim-to-sim table of scripts/sim2sim.sh's JSON files.
 
-    python3 -m moreau.evaluation.sim2sim_table results/transfer/shipped [more folders ...]
+    python3 -m moreau.evaluation.sim2sim_table results/transfer/walk_fast [more folders ...]
 
 Each folder holds ``exported.json`` (moreau.evaluation.mujoco on moreau's export of the policy's
 robot, with moreau's own evaluation beside it), ``menagerie_no_push.json`` and

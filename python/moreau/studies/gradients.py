@@ -5,7 +5,7 @@ docs/studies.md).
     python3 -m moreau.studies.gradients --quick --out /tmp/g
     python3 -m moreau.studies.gradients --report             # gradients.csv and .png from gradients.json
 
-For ANYmal under a fixed policy (default: the shipped SHAC policy, results/shac_walk/policy.pt)
+For ANYmal under a fixed policy (default: the walk_fast policy, results/shac_walk/policy.pt)
 and N start states taken from that policy walking under hard contact (commands, friction and
 base mass as in training, 2 s after a reset), the H-step return of each start i,
 

@@ -4,7 +4,7 @@
     python3 -m moreau.studies.locomotion --quick --out /tmp/b  # every stage in a few minutes
     python3 -m moreau.studies.locomotion --methods shac_smooth ppo_hard --seeds 0 1 2 --jobs 2
 
-Methods: SHAC (moreau.trainers.shac, ``--shac-preset``, default "walk_fast_1m": the shipped
+Methods: SHAC (moreau.trainers.shac, ``--shac-preset``, default "walk_fast_1m": the
 configuration "walk_fast" (moreau.tasks.presets.SHAC_PRESETS) with a 1 M-sample fixed-command
 warm-up) through each contact model (shac_hard, shac_soft, shac_smooth, shac_hard_smooth_grad) and
 rsl_rl's PPO (moreau.trainers.ppo: legged_gym's ANYmal settings, the same task preset and reward,
@@ -395,7 +395,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=None, help="results (default results/study_b_<preset>, "
                    "runs/study_b_<preset>_quick/results; results/study_b for walk_fast)")
     p.add_argument("--shac-preset", default="walk_fast_1m", help="SHAC preset (moreau.tasks.presets) of every SHAC "
-                   "run (default walk_fast_1m: walk_fast, the shipped one, with a 1 M-sample warm-up; its task "
+                   "run (default walk_fast_1m: walk_fast with a 1 M-sample warm-up; its task "
                    "preset is PPO's too)")
     p.add_argument("--jobs", type=int, default=2, help="runs trained side by side (one core each)")
     p.add_argument("--device", default="cpu")

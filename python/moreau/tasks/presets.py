@@ -94,7 +94,7 @@ def _walk(**shac) -> Dict:
 # actor. Its ablations: "walk_skip" with gradient spikes skipped, "walk_gated" with the curriculum
 # gated by tracking, "walk_noise" with a stochastic actor (Gaussian noise of std 0.3 before the
 # tanh, reparameterised: the gradient flows through it), and "walk_fast", walk_noise with 4 critic
-# epochs instead of 16 (the critic was 40 % of an iteration), the shipped SHAC-smooth
+# epochs instead of 16 (the critic was 40 % of an iteration), the SHAC-smooth
 # configuration (results/shac_walk/policy.pt); "walk_fast_1m": walk_fast on trot_curriculum_1m
 # (a 1 M-sample warm-up instead of 4 M), the locomotion study's SHAC configuration.
 SHAC_PRESETS: Dict[str, Dict] = {
