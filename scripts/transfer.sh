@@ -78,6 +78,16 @@ shipped=$out/walk_transfer_roll
   --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" --json "$shipped/eval_hard_walk_fast_task.json"
 [ -s "$out/walk_fast/eval_hard_transfer_task.json" ] || python3 -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
   --contact hard --sim-threads 1 --plot none --task-config "$transfer_task" --json "$out/walk_fast/eval_hard_transfer_task.json"
+# the same on the walk_fast task with three more evaluation seeds (the spread between them)
+mkdir -p "$out/walk_fast_task_seeds"
+for seed in 2 3 4; do
+  [ -s "$out/walk_fast_task_seeds/walk_transfer_roll_seed$seed.json" ] || python3 -m moreau.evaluation.evaluate \
+    "$shipped/policy.pt" --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" --seed "$seed" \
+    --json "$out/walk_fast_task_seeds/walk_transfer_roll_seed$seed.json"
+  [ -s "$out/walk_fast_task_seeds/walk_fast_seed$seed.json" ] || python3 -m moreau.evaluation.evaluate \
+    results/shac_walk/policy.pt --contact hard --sim-threads 1 --plot none --seed "$seed" \
+    --json "$out/walk_fast_task_seeds/walk_fast_seed$seed.json"
+done
 [ -s "$shipped/walk_hard.gif" ] || python3 -m moreau.evaluation.evaluate "$shipped/policy.pt" --contact hard \
   --sim-threads 1 --plot none --video "$shipped/walk_hard.gif" --video-envs 2 --video-fps 12.5
 tables=("$out/walk_fast")
