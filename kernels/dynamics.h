@@ -164,13 +164,11 @@ MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, con
                         S* adj_vdot, const S* tau_adj, AdjWorkspace<S, D>& adj) {
   const Motion<S> a_world{{0, 0, 0}, {-m.gravity[0], -m.gravity[1], -m.gravity[2]}};
   const Motion<S> zero{{0, 0, 0}, {0, 0, 0}};
-  for (int i = 0; i < m.nbody; ++i) {  // the sweep's own intermediates start from zero
-    adj.vel[i] = adj.acc[i] = zero;
-    adj.f[i] = {{0, 0, 0}, {0, 0, 0}};
-  }
-  // adjoint of the backward pass, parents first: f_i (total) feeds τ_i and f_λ
-  for (int i = 0; i < m.nbody; ++i) {
+  // adjoint of the backward pass, parents first: f_i (total) feeds τ_i and f_λ, so
+  // f̄_i = X f̄_λ + Σ_k τ̄_k S_k
+  down_tree(m, [&](int i) MOREAU_LAMBDA {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
+    adj.f[i] = {{0, 0, 0}, {0, 0, 0}};
     if (par >= 0) adj_apply_t(ws.Xup[i], ws.f[i], adj.Xup[i], adj.f[i], adj.f[par]);
     for (int k = 0; k < n; ++k) {  // τ_k = f · S_k
       const S t = tau_adj[d + k];
@@ -180,45 +178,46 @@ MOREAU_HD void adj_rnea(const ModelView<S, D>& m, const S* v, const S* vdot, con
       adj.Sdof[d + k].w += t * ws.f[i].n;
       adj.Sdof[d + k].v += t * ws.f[i].f;
     }
-  }
+  });
   // adjoint of the forward pass, children first (adj.f now holds the adjoint of each body's
-  // own f_i = I a_i + v_i ×* I v_i)
-  for (int i = m.nbody - 1; i >= 0; --i) {
+  // own f_i = I a_i + v_i ×* I v_i). A body gathers ā and v̄ from its children, which leave in
+  // adj.acc and adj.vel what they pass up (X_cᵀ ā_c and X_cᵀ v̄_c, the adjoints of their parent terms).
+  up_tree(m, [&](int i) MOREAU_LAMBDA {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     const Transform<S>& X = ws.Xup[i];
     const Inertia<S>& I = ws.I[i];
     const Motion<S>& vel = ws.vel[i];
+    Motion<S> adj_acc = sum_children(m, i, zero, [&](int c) MOREAU_LAMBDA { return adj.acc[c]; });
+    Motion<S> adj_vel = sum_children(m, i, zero, [&](int c) MOREAU_LAMBDA { return adj.vel[c]; });
     Motion<S> vJ = zero;
     for (int k = 0; k < n; ++k) vJ += v[d + k] * ws.Sdof[d + k];
     // f_i = I a_i + v_i ×* (I v_i)
     // body inertias are constant in body coordinates but the root's (added_base_mass)
     Inertia<S>* adj_I = i == 0 ? &adj.I[0] : nullptr;
-    adj_mul_inertia(I, ws.acc[i], adj_I, adj.acc[i], adj.f[i]);
+    adj_mul_inertia(I, ws.acc[i], adj_I, adj_acc, adj.f[i]);
     Force<S> adj_Iv{{0, 0, 0}, {0, 0, 0}};
-    adj_cross_f(vel, I * vel, adj.vel[i], adj_Iv, adj.f[i]);
-    adj_mul_inertia(I, vel, adj_I, adj.vel[i], adj_Iv);
+    adj_cross_f(vel, I * vel, adj_vel, adj_Iv, adj.f[i]);
+    adj_mul_inertia(I, vel, adj_I, adj_vel, adj_Iv);
     // a_i = X a_λ + a_J + v_i × v_J
     Motion<S> adj_vJ = zero;
-    adj_cross_m(vel, vJ, adj.vel[i], adj_vJ, adj.acc[i]);
+    adj_cross_m(vel, vJ, adj_vel, adj_vJ, adj_acc);
     Motion<S> adj_parent_acc = zero;
-    adj_apply(X, par < 0 ? a_world : ws.acc[par], adj.Xup[i], adj_parent_acc, adj.acc[i]);
-    if (par >= 0) adj.acc[par] += adj_parent_acc;
+    adj_apply(X, par < 0 ? a_world : ws.acc[par], adj.Xup[i], adj_parent_acc, adj_acc);
     // a_J = c_J(v, X) + Σ S_k v̇_k
-    adj_joint_bias(m, i, v, X, adj_v, adj.Xup[i], adj.acc[i]);
+    adj_joint_bias(m, i, v, X, adj_v, adj.Xup[i], adj_acc);
     // v_i = X v_λ + v_J
-    adj_vJ += adj.vel[i];
-    if (par >= 0) {
-      Motion<S> adj_parent_vel = zero;
-      adj_apply(X, ws.vel[par], adj.Xup[i], adj_parent_vel, adj.vel[i]);
-      adj.vel[par] += adj_parent_vel;
-    }
+    adj_vJ += adj_vel;
+    Motion<S> adj_parent_vel = zero;
+    if (par >= 0) adj_apply(X, ws.vel[par], adj.Xup[i], adj_parent_vel, adj_vel);
     for (int k = 0; k < n; ++k) {  // v_J = Σ S_k v_k, a_J ∋ Σ S_k v̇_k
       adj_v[d + k] += inner(adj_vJ, ws.Sdof[d + k]);
       adj.Sdof[d + k] += v[d + k] * adj_vJ;
-      if (adj_vdot) adj_vdot[d + k] += inner(adj.acc[i], ws.Sdof[d + k]);
-      if (vdot) adj.Sdof[d + k] += vdot[d + k] * adj.acc[i];
+      if (adj_vdot) adj_vdot[d + k] += inner(adj_acc, ws.Sdof[d + k]);
+      if (vdot) adj.Sdof[d + k] += vdot[d + k] * adj_acc;
     }
-  }
+    adj.acc[i] = adj_parent_acc;  // what the parent gathers
+    adj.vel[i] = adj_parent_vel;
+  });
 }
 
 // H(q) by the composite-rigid-body algorithm, its tree-sparse lower triangle, plus the armature
