@@ -7,7 +7,8 @@
 # (the same with the yaw-rate tracking term's weight 1.0 instead of legged_gym's 0.5) and
 # "walk_transfer_feet" (that, with the smooth contact's k randomised per environment, U[100, 1000]
 # 1/m: feet that touch from further away or nearer) and "walk_transfer_roll" (that, with the feet's
-# rolling friction randomised too, U[0, 0.02] m about the Menagerie's 0.01), seed 0 each, two at a time
+# rolling friction randomised too, U[0, 0.02] m about the Menagerie's 0.01; the shipped policy; also
+# seed 1 into results/transfer/walk_transfer_roll_s1), seed 0 each, two at a time
 # side by side on one core each (2,500 iterations, one to two hours each on the 2-core Xeon VM);
 # then, for each, moreau's evaluation protocol under hard contact
 # (moreau.evaluation.evaluate: 128 environments x 20 s), the sim-to-sim table (scripts/sim2sim.sh)
@@ -34,18 +35,15 @@ declare -A config=([walk_transfer_nosep]='{"reward_weights": {"feet_separation":
 declare -A preset=([walk_transfer_spin]=walk_transfer_spin [walk_transfer_spin_yaw]=walk_transfer_spin
                    [walk_transfer_feet]=walk_transfer_spin [walk_transfer_roll]=walk_transfer_spin)
 declare -A contact=([walk_transfer_hard]=hard)
-train() {
-  local name=$1 run="runs/$1_s0"
-  python3 -m moreau.trainers.shac --preset "${preset[$1]:-walk_transfer}" --task-config "${config[$1]:-{\}}" \
-    ${contact[$1]:+--contact "${contact[$1]}"} --seed 0 --logdir "$run" \
+train() {  # train NAME [SEED]: runs/NAME_sSEED
+  local name=$1 seed=${2:-0}
+  local run="runs/${name}_s$seed"
+  python3 -m moreau.trainers.shac --preset "${preset[$name]:-walk_transfer}" --task-config "${config[$name]:-{\}}" \
+    ${contact[$name]:+--contact "${contact[$name]}"} --seed "$seed" --logdir "$run" \
     --sim-threads 1 --torch-threads 1 --resume auto --no-progress > "$run.out" 2>&1
 }
-train walk_transfer & train walk_transfer_nosep & wait
-train walk_transfer_hard & train walk_transfer_spin & wait
-train walk_transfer_spin_yaw & train walk_transfer_feet & wait
-train walk_transfer_roll
-for name in $names; do
-  run="runs/${name}_s0" dest="$out/$name"
+publish() {  # publish NAME SEED DEST: the policy file, moreau's evaluation, the log and the sim-to-sim table
+  local run="runs/$1_s$2" dest=$3
   mkdir -p "$dest"
   [ -s "$dest/policy.pt" ] || python3 -m moreau.trainers.checkpoints strip "$run/model_final.pt" "$dest/policy.pt"
   [ -s "$dest/eval_hard.json" ] || python3 -m moreau.evaluation.evaluate "$dest/policy.pt" --contact hard \
@@ -53,7 +51,13 @@ for name in $names; do
   python3 -c 'import sys; from moreau.trainers.runlog import compress_log; compress_log(sys.argv[1], sys.argv[2])' \
     "$run/log.csv" "$dest/log.csv.xz"
   bash scripts/sim2sim.sh "$dest/policy.pt" "$dest"
-done
+}
+train walk_transfer & train walk_transfer_nosep & wait
+train walk_transfer_hard & train walk_transfer_spin & wait
+train walk_transfer_spin_yaw & train walk_transfer_feet & wait
+train walk_transfer_roll & train walk_transfer_roll 1 & wait  # the shipped recipe, two training seeds
+for name in $names; do publish "$name" 0 "$out/$name"; done
+publish walk_transfer_roll 1 "$out/walk_transfer_roll_s1"
 for name in walk_fast $names; do
   policy="$out/$name/policy.pt"
   [ "$name" = walk_fast ] && policy=results/shac_walk/policy.pt
@@ -92,5 +96,6 @@ done
   --sim-threads 1 --plot none --video "$shipped/walk_hard.gif" --video-envs 2 --video-fps 12.5
 tables=("$out/walk_fast")
 for name in $names; do tables+=("$out/$name"); done
+tables+=("$out/walk_transfer_roll_s1")
 python3 -m moreau.evaluation.sim2sim_table "${tables[@]}" --markdown
 python3 -m moreau.evaluation.sim2sim_table --effects "${tables[@]}" --markdown
