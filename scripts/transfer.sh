@@ -29,11 +29,9 @@ names="walk_transfer walk_transfer_nosep walk_transfer_hard walk_transfer_spin w
        walk_transfer_roll"
 declare -A config=([walk_transfer_nosep]='{"reward_weights": {"feet_separation": 0.0}}'
                    [walk_transfer_spin_yaw]='{"reward_weights": {"tracking_ang_vel": 1.0}}'
-                   [walk_transfer_feet]='{"reward_weights": {"tracking_ang_vel": 1.0}, "randomize_smooth_k": true}'
-                   [walk_transfer_roll]='{"reward_weights": {"tracking_ang_vel": 1.0}, "randomize_smooth_k": true,
-                                          "randomize_rolling_friction": true, "rolling_friction_range": [0.0, 0.02]}')
+                   [walk_transfer_feet]='{"reward_weights": {"tracking_ang_vel": 1.0}, "randomize_smooth_k": true}')
 declare -A preset=([walk_transfer_spin]=walk_transfer_spin [walk_transfer_spin_yaw]=walk_transfer_spin
-                   [walk_transfer_feet]=walk_transfer_spin [walk_transfer_roll]=walk_transfer_spin)
+                   [walk_transfer_feet]=walk_transfer_spin [walk_transfer_roll]=walk_transfer_roll)
 declare -A contact=([walk_transfer_hard]=hard)
 train() {  # train NAME [SEED]: runs/NAME_sSEED
   local name=$1 seed=${2:-0}

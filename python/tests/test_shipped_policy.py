@@ -5,6 +5,7 @@ results/shac_walk/README.md), both trained through smooth contact. Rebuilt from 
 alone, each tracks a forward command and random commands of the training ranges on its own task.
 Guards the task, the simulator and the checkpoint format against changes that would silently
 break a published result."""
+import json
 import os
 
 import pytest
@@ -34,6 +35,21 @@ def test_the_shipped_policy_trained_on_the_transfer_robot():
     task = load_shac_policy(SHIPPED).meta["env"]["task_config"]
     assert task["joint_damping"] > 0 and task["joint_frictionloss"] > 0 and task["joint_limits"]
     assert task["randomize_spin_friction"] and task["randomize_rolling_friction"]
+
+
+def test_the_walk_transfer_roll_preset_is_the_shipped_policys_recipe():
+    # `python3 -m moreau.trainers.shac --preset walk_transfer_roll` builds the task the shipped
+    # policy was trained on (it was trained as walk_transfer_spin with a --task-config)
+    from moreau.tasks import env_config, make_env
+    from moreau.tasks.presets import SHAC_PRESETS, preset_kwargs
+    meta = load_shac_policy(SHIPPED).meta["env"]
+    preset = SHAC_PRESETS["walk_transfer_roll"]
+    env = make_env("locomotion", preset["num_envs"], contact=preset["contact"], seed=0, n_threads=1,
+                   **preset_kwargs(preset["task_preset"]))
+    built = json.loads(json.dumps(env_config(env)))
+    assert built == meta["task_config"]
+    assert {k: v for k, v in preset.items() if k != "task_preset"} == \
+        {k: v for k, v in SHAC_PRESETS[meta["preset"]].items() if k != "task_preset"}
 
 
 def test_walks_forward_under_hard_contact(policy):

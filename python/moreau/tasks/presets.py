@@ -50,6 +50,15 @@ TASK_PRESETS["trot_transfer"] = dict(TASK_PRESETS["trot_curriculum"], joint_damp
 # μ_spin ~ U[0, 0.04] m about the Menagerie's 0.02
 TASK_PRESETS["trot_transfer_spin"] = dict(TASK_PRESETS["trot_transfer"], randomize_spin_friction=True,
                                           spin_friction_range=(0.0, 0.04))
+# "trot_transfer_roll" (the shipped policy's task): trot_transfer_spin with the yaw-rate tracking
+# term weighed 1.0 (legged_gym: 0.5), the smooth contact's k ~ U[100, 1000] 1/m (feet that feel the
+# ground from further away or nearer) and the feet's rolling friction μ_roll ~ U[0, 0.02] m about
+# the Menagerie's 0.01 (condim 6), each per environment
+TASK_PRESETS["trot_transfer_roll"] = dict(TASK_PRESETS["trot_transfer_spin"],
+                                          reward_weights=dict(TASK_PRESETS["trot_transfer"]["reward_weights"],
+                                                              tracking_ang_vel=1.0),
+                                          randomize_smooth_k=True, randomize_rolling_friction=True,
+                                          rolling_friction_range=(0.0, 0.02))
 
 # "rough": legged_gym's rough ANYmal C: the generated terrain (moreau.tasks.terrain's defaults: 10
 # levels x 20 columns of 8 m tiles, its level curriculum), 187 height samples in the observation, a
@@ -111,6 +120,9 @@ SHAC_PRESETS["walk_transfer"] = dict(SHAC_PRESETS["walk_fast"], task_preset="tro
 # "walk_transfer_spin": walk_fast on trot_transfer_spin (the same, the feet's torsional friction
 # randomised)
 SHAC_PRESETS["walk_transfer_spin"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_transfer_spin")
+# "walk_transfer_roll": walk_fast on trot_transfer_roll, the shipped policy's recipe
+# (results/transfer/walk_transfer_roll)
+SHAC_PRESETS["walk_transfer_roll"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_transfer_roll")
 # "walk_rough": walk_fast on trot_rough (legged_gym's generated terrain with its level curriculum,
 # 187 height samples in the observation, a knee on the ground a failure)
 SHAC_PRESETS["walk_rough"] = dict(SHAC_PRESETS["walk_fast"], task_preset="trot_rough")
