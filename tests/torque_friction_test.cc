@@ -128,6 +128,17 @@ double stop_time(const Vec& x, double h, double below) {
   return (s + 1) * h;
 }
 
+// MuJoCo's run of a slowing ball against moreau's (hard contact): the rate at which it slows
+// between the ends of steps a and b, and the time at which it first slows below 1e-3 (rad/s or
+// m/s), each within 10 % of moreau's.
+void expect_slows_as_mujoco(const char* what, const Vec& ours, const Vec& theirs, int a, int b, double h) {
+  auto rate = [&](const Vec& x) { return (x[a] - x[b]) / ((b - a) * h); };
+  std::printf("[ %s ] rate over %d-%d ms: moreau (hard) %.3f, MuJoCo %.3f; stopped at %.3f s and %.3f s\n", what,
+              a + 1, b + 1, rate(ours), rate(theirs), stop_time(ours, h, 1e-3), stop_time(theirs, h, 1e-3));
+  EXPECT_NEAR(rate(theirs), rate(ours), 0.1 * rate(ours));
+  EXPECT_NEAR(stop_time(theirs, h, 1e-3), stop_time(ours, h, 1e-3), 0.1 * stop_time(ours, h, 1e-3));
+}
+
 // The ball resting on the ground in hard contact, then for 100 steps a torque τ about axis k of
 // v (3: x, 4: y, 5: z), entering as the angular velocity it adds each step, h τ / I: its angular
 // velocity about k after them.
@@ -183,12 +194,7 @@ TEST(SpinFriction, BallSpinDownMatchesMuJoCo) {
   const int steps = 300;
   const Vec ours = spin_down(ContactMode::Hard, h, mu, w0, steps);
   const Vec theirs = mujoco_ball_run(h, 4, mu, 0.0001, {0, 0, 0, 0, 0, w0}, 5, steps);
-  auto rate = [&](const Vec& w) { return (w[19] - w[59]) / (40 * h); };
-  std::printf("[ spin    ] spin-down rate over 20-60 ms: moreau (hard) %.2f rad/s^2, MuJoCo condim 4 %.2f; "
-              "stopped at %.3f s and %.3f s\n", rate(ours), rate(theirs), stop_time(ours, h, 1e-3),
-              stop_time(theirs, h, 1e-3));
-  EXPECT_NEAR(rate(theirs), rate(ours), 0.1 * rate(ours));
-  EXPECT_NEAR(stop_time(theirs, h, 1e-3), stop_time(ours, h, 1e-3), 0.1 * stop_time(ours, h, 1e-3));
+  expect_slows_as_mujoco("spin, condim 4", ours, theirs, 19, 59, h);
 }
 
 // Below the bound the spin sticks: a torque about z of 60 % of μ_spin m g on the resting ball
@@ -239,12 +245,7 @@ TEST(RollingFriction, BallRollDownMatchesMuJoCo) {
   const Vec start = {v0, 0, 0, 0, v0 / kRadius, 0};
   const Vec ours = component(ball_run(ContactMode::Hard, h, 0, mu, start, steps), 0);
   const Vec theirs = mujoco_ball_run(h, 6, 0.0001, mu, start, 0, steps);
-  auto rate = [&](const Vec& v) { return (v[99] - v[499]) / (400 * h); };
-  std::printf("[ rolling ] roll-down rate over 100-500 ms: moreau (hard) %.3f m/s^2, MuJoCo condim 6 %.3f; "
-              "stopped at %.3f s and %.3f s\n", rate(ours), rate(theirs), stop_time(ours, h, 1e-3),
-              stop_time(theirs, h, 1e-3));
-  EXPECT_NEAR(rate(theirs), rate(ours), 0.1 * rate(ours));
-  EXPECT_NEAR(stop_time(theirs, h, 1e-3), stop_time(ours, h, 1e-3), 0.1 * stop_time(ours, h, 1e-3));
+  expect_slows_as_mujoco("rolling, condim 6", ours, theirs, 99, 499, h);
 }
 
 // Below the bound the ball stays: a torque about x or y of 60 % of μ_roll m g on the resting ball
