@@ -78,8 +78,18 @@ transfer_task='{"joint_damping": 0.5, "damping_scale": 1.0, "joint_frictionloss"
 shipped=$out/walk_transfer_roll
 [ -s "$shipped/eval_hard_walk_fast_task.json" ] || python3 -m moreau.evaluation.evaluate "$shipped/policy.pt" \
   --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" --json "$shipped/eval_hard_walk_fast_task.json"
+[ -s "$out/walk_transfer_roll_s1/eval_hard_walk_fast_task.json" ] || python3 -m moreau.evaluation.evaluate \
+  "$out/walk_transfer_roll_s1/policy.pt" --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" \
+  --json "$out/walk_transfer_roll_s1/eval_hard_walk_fast_task.json"
 [ -s "$out/walk_fast/eval_hard_transfer_task.json" ] || python3 -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
   --contact hard --sim-threads 1 --plot none --task-config "$transfer_task" --json "$out/walk_fast/eval_hard_transfer_task.json"
+# both training seeds of the shipped recipe on the Menagerie's robot with pushes for longer (128 x 20 s,
+# 42.7 robot-minutes, seed 2)
+for dest in "$shipped" "$out/walk_transfer_roll_s1"; do
+  [ -s "$dest/menagerie_push_128x20s_seed2.json" ] || python3 -m moreau.evaluation.mujoco "$dest/policy.pt" \
+    --mjcf tests/data/robots/anymal_c_menagerie/anymal_c.xml --no-moreau --num-envs 128 --seconds 20 --seed 2 \
+    --json "$dest/menagerie_push_128x20s_seed2.json"
+done
 # the same on the walk_fast task with three more evaluation seeds (the spread between them)
 mkdir -p "$out/walk_fast_task_seeds"
 for seed in 2 3 4; do
