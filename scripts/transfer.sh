@@ -61,10 +61,6 @@ for name in walk_fast $names; do
   [ "$name" = walk_fast ] && policy=results/shac_walk/policy.pt
   [ -s "$out/$name/leg_clearance.json" ] || python3 -m moreau.evaluation.leg_clearance "$policy" \
     --json "$out/$name/leg_clearance.json"
-done
-for name in walk_fast $names; do
-  policy="$out/$name/policy.pt"
-  [ "$name" = walk_fast ] && policy=results/shac_walk/policy.pt
   evaluate_effects "$policy" "$out/$name"
 done
 # The shipped policy (walk_transfer_roll, scripts/demo.sh) and the walk_fast policy each on the
@@ -76,13 +72,16 @@ walk_fast_task='{"joint_damping": null, "damping_scale": null, "joint_frictionlo
 transfer_task='{"joint_damping": 0.5, "damping_scale": 1.0, "joint_frictionloss": 0.1, "randomize_frictionloss": true,
   "randomize_motor_strength": true, "randomize_spin_friction": true, "randomize_rolling_friction": true}'
 shipped=$out/walk_transfer_roll
-[ -s "$shipped/eval_hard_walk_fast_task.json" ] || python3 -m moreau.evaluation.evaluate "$shipped/policy.pt" \
-  --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" --json "$shipped/eval_hard_walk_fast_task.json"
-[ -s "$out/walk_transfer_roll_s1/eval_hard_walk_fast_task.json" ] || python3 -m moreau.evaluation.evaluate \
-  "$out/walk_transfer_roll_s1/policy.pt" --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" \
-  --json "$out/walk_transfer_roll_s1/eval_hard_walk_fast_task.json"
-[ -s "$out/walk_fast/eval_hard_transfer_task.json" ] || python3 -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
-  --contact hard --sim-threads 1 --plot none --task-config "$transfer_task" --json "$out/walk_fast/eval_hard_transfer_task.json"
+evaluate_into() {  # evaluate_into JSON POLICY [OPTION ...]: moreau's protocol under hard contact, unless JSON exists
+  local json=$1 policy=$2
+  shift 2
+  [ -s "$json" ] || python3 -m moreau.evaluation.evaluate "$policy" --contact hard --sim-threads 1 --plot none \
+    --json "$json" "$@"
+}
+evaluate_into "$shipped/eval_hard_walk_fast_task.json" "$shipped/policy.pt" --task-config "$walk_fast_task"
+evaluate_into "$out/walk_transfer_roll_s1/eval_hard_walk_fast_task.json" "$out/walk_transfer_roll_s1/policy.pt" \
+  --task-config "$walk_fast_task"
+evaluate_into "$out/walk_fast/eval_hard_transfer_task.json" results/shac_walk/policy.pt --task-config "$transfer_task"
 # both training seeds of the shipped recipe on the Menagerie's robot with pushes for longer (128 x 20 s,
 # 42.7 robot-minutes, seed 2)
 for dest in "$shipped" "$out/walk_transfer_roll_s1"; do
@@ -93,12 +92,9 @@ done
 # the same on the walk_fast task with three more evaluation seeds (the spread between them)
 mkdir -p "$out/walk_fast_task_seeds"
 for seed in 2 3 4; do
-  [ -s "$out/walk_fast_task_seeds/walk_transfer_roll_seed$seed.json" ] || python3 -m moreau.evaluation.evaluate \
-    "$shipped/policy.pt" --contact hard --sim-threads 1 --plot none --task-config "$walk_fast_task" --seed "$seed" \
-    --json "$out/walk_fast_task_seeds/walk_transfer_roll_seed$seed.json"
-  [ -s "$out/walk_fast_task_seeds/walk_fast_seed$seed.json" ] || python3 -m moreau.evaluation.evaluate \
-    results/shac_walk/policy.pt --contact hard --sim-threads 1 --plot none --seed "$seed" \
-    --json "$out/walk_fast_task_seeds/walk_fast_seed$seed.json"
+  evaluate_into "$out/walk_fast_task_seeds/walk_transfer_roll_seed$seed.json" "$shipped/policy.pt" \
+    --task-config "$walk_fast_task" --seed "$seed"
+  evaluate_into "$out/walk_fast_task_seeds/walk_fast_seed$seed.json" results/shac_walk/policy.pt --seed "$seed"
 done
 [ -s "$shipped/walk_hard.gif" ] || python3 -m moreau.evaluation.evaluate "$shipped/policy.pt" --contact hard \
   --sim-threads 1 --plot none --video "$shipped/walk_hard.gif" --video-envs 2 --video-fps 12.5

@@ -55,7 +55,7 @@ TASK_PRESETS["trot_transfer_spin"] = dict(TASK_PRESETS["trot_transfer"], randomi
 # ground from further away or nearer) and the feet's rolling friction μ_roll ~ U[0, 0.02] m about
 # the Menagerie's 0.01 (condim 6), each per environment
 TASK_PRESETS["trot_transfer_roll"] = dict(TASK_PRESETS["trot_transfer_spin"],
-                                          reward_weights=dict(TASK_PRESETS["trot_transfer"]["reward_weights"],
+                                          reward_weights=dict(TASK_PRESETS["trot_transfer_spin"]["reward_weights"],
                                                               tracking_ang_vel=1.0),
                                           randomize_smooth_k=True, randomize_rolling_friction=True,
                                           rolling_friction_range=(0.0, 0.02))
