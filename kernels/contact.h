@@ -578,8 +578,8 @@ MOREAU_HD void ltl_solve_l3(const ModelView<S, D>& m, const S* L, S* x0, S* x1, 
 
 // c = J v: the rows' velocities at v.
 template <class S, class D>
-MOREAU_HD void contact_velocity(const S* v, ContactScratch<S, D>& cs) {
-  for (int r = 0; r < solve_rows(cs); ++r) cs.c[r] = row_dot(cs, r, cs.J, v);
+MOREAU_HD void contact_velocity(const ModelView<S, D>& m, const S* v, ContactScratch<S, D>& cs) {
+  for_each(m, solve_rows(cs), [&](int r) MOREAU_LAMBDA { cs.c[r] = row_dot(cs, r, cs.J, v); });
 }
 
 // g[3 x + y] = Σ_{t < shared} Yi[x C + t] Yj[y C + t]: the sums of an SI x SJ block of G in one pass
@@ -600,8 +600,8 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
   constexpr int C = D::kChain, KB = D::kBlocks, KR = D::kRows;
   const int nr = solve_rows(cs), nb = cs.n + cs.nj;
   S* Y = cs.Y;
-  contact_velocity(v, cs);
-  for (int i = 0; i < nb; ++i) {
+  contact_velocity(m, v, cs);
+  for_each(m, nb, [&](int i) MOREAU_LAMBDA {  // block i's rows of Y
     const int r0 = block_row(cs, i), sz = block_size(cs, i);
     for (int h = 0; h < block_halves(cs, i); ++h) {
       const int hb = i + h * KB, h0 = r0 + h * KR;
@@ -612,31 +612,32 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
       else
         chain_solve_t<1>(m, L, cs, hb, Y + h0 * C);
     }
-  }
-  for (int i = 0; i < nb; ++i)
-    for (int j = 0; j <= i; ++j) {
-      const int ri = block_row(cs, i), rj = block_row(cs, j), si = block_size(cs, i), sj = block_size(cs, j);
-      // the block G_ij (3 x 3 between contacts, 1 x 1 between joint rows)
-      S g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-      for (int hi = 0; hi < block_halves(cs, i); ++hi)
-        for (int hj = 0; hj < block_halves(cs, j); ++hj) {
-          const int bi = i + hi * KB, bj = j + hj * KB;
-          const int *di = cs.dof + bi * C, *dj = cs.dof + bj * C, lim = mmin(cs.nd[bi], cs.nd[bj]);
-          int shared = 0;
-          while (shared < lim && di[shared] == dj[shared]) ++shared;
-          const S *Yi = Y + (ri + hi * KR) * C, *Yj = Y + (rj + hj * KR) * C;
-          if (si == 3 && sj == 3)
-            block_sums<3, 3, S, C>(Yi, Yj, shared, g);
-          else if (si == 3)
-            block_sums<3, 1, S, C>(Yi, Yj, shared, g);
-          else if (sj == 3)
-            block_sums<1, 3, S, C>(Yi, Yj, shared, g);
-          else
-            block_sums<1, 1, S, C>(Yi, Yj, shared, g);
-        }
-      for (int x = 0; x < si; ++x)
-        for (int y = 0; y < sj; ++y) cs.G[(ri + x) * nr + rj + y] = cs.G[(rj + y) * nr + ri + x] = g[3 * x + y];
-    }
+  });
+  for_each(m, nb * (nb + 1) / 2, [&](int k) MOREAU_LAMBDA {  // the block G_ij, k = i (i + 1)/2 + j, j ≤ i
+    int i = 0, j = k;
+    while (j > i) j -= ++i;
+    const int ri = block_row(cs, i), rj = block_row(cs, j), si = block_size(cs, i), sj = block_size(cs, j);
+    // (3 x 3 between contacts, 1 x 1 between joint rows)
+    S g[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int hi = 0; hi < block_halves(cs, i); ++hi)
+      for (int hj = 0; hj < block_halves(cs, j); ++hj) {
+        const int bi = i + hi * KB, bj = j + hj * KB;
+        const int *di = cs.dof + bi * C, *dj = cs.dof + bj * C, lim = mmin(cs.nd[bi], cs.nd[bj]);
+        int shared = 0;
+        while (shared < lim && di[shared] == dj[shared]) ++shared;
+        const S *Yi = Y + (ri + hi * KR) * C, *Yj = Y + (rj + hj * KR) * C;
+        if (si == 3 && sj == 3)
+          block_sums<3, 3, S, C>(Yi, Yj, shared, g);
+        else if (si == 3)
+          block_sums<3, 1, S, C>(Yi, Yj, shared, g);
+        else if (sj == 3)
+          block_sums<1, 3, S, C>(Yi, Yj, shared, g);
+        else
+          block_sums<1, 1, S, C>(Yi, Yj, shared, g);
+      }
+    for (int x = 0; x < si; ++x)
+      for (int y = 0; y < sj; ++y) cs.G[(ri + x) * nr + rj + y] = cs.G[(rj + y) * nr + ri + x] = g[3 * x + y];
+  });
 }
 
 // How far contact i's velocity γ is from satisfying Signorini–Coulomb with its impulse P [m/s]:
@@ -1364,7 +1365,7 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
 // joint_candidates and delassus give for that set at the same q_M (every candidate below
 // threshold must be in cs: not a truncated set).
 template <class S, class D>
-MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs) {
+MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v, ContactScratch<S, D>& cs) {
   constexpr int C = D::kChain;
   const int nr0 = solve_rows(cs);
   int keep[D::kBlocks], rowmap[D::kRows], newidx[D::kActive], n = 0, nj = 0, nr = 0;
@@ -1404,7 +1405,7 @@ MOREAU_HD void restrict_active(S threshold, const S* v, ContactScratch<S, D>& cs
     for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
   cs.n = n;
   cs.nj = nj;
-  contact_velocity(v, cs);
+  contact_velocity(m, v, cs);
 }
 
 // The solve of the contact stage for `mode` at q_M (kinematics and factorised H in ws) and
@@ -1422,7 +1423,7 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   const S mu = p.friction.get(env);
   const S threshold = contact_threshold(cfg, p, env, mode, h);
   if (from_active) {
-    restrict_active(threshold, v_free, cs);
+    restrict_active(m, threshold, v_free, cs);
   } else {
     cs.n = cs.nj = 0;
     if (mode != kContactNone && contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env),

@@ -250,66 +250,50 @@ MOREAU_HD void crba(const ModelView<S, D>& m, const S* diag_extra, Workspace<S, 
 
 // Adjoint of crba for H̄ in H's sparse storage: H̄_kj there is the gradient of the one value
 // H_kj = H_jk stands for (the sum of a full H̄'s two entries off the diagonal; the constant
-// diagonal terms carry no gradient). Accumulates into aw.Xup, aw.Sdof and aw.I.
-// Each dof a of body i has a chain F_0 = I^c_i S_a, F_{l+1} = Xᵀ_{j_l} F_l from i to the root,
-// with H_ab = F_l · S_b for the dofs b of the chain's body j_l. Its reverse F̄_l = Σ_b H̄_ab S_b
-// + X_{j_l} F̄_{l+1} runs root first. The pair (a, j) keeps F and F̄ in the slot of H's entry
-// (a, first dof of j); then each body gathers the pairs through it (its subtree's dofs) by
-// ascending a, the order in which the chains reached it one after another: S̄_b += H̄_ab F for
-// its dofs b, Ī^c_j from F̄_0 of its own dofs, X̄_j from F and its parent's F̄.
+// diagonal terms carry no gradient). Recomputes each F chain from ws.Ic (left by crba) and
+// reverses it. Accumulates into aw.Xup, aw.Sdof and aw.I. On one lane of a team: each chain
+// adds into every ancestor's S̄ and X̄, and a gather that lets the chains run side by side costs
+// more than it saves (docs/gpu.md, "Order of work").
 template <class S, class D>
 MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* adj_H, AdjWorkspace<S, D>& aw) {
-  Force<S> F[D::kNM], adj_F[D::kNM];  // the pairs (a, j) at dof_Madr[a] + dof_depth[first dof of j]
-  auto slot = [&](int j) MOREAU_LAMBDA { return m.dof_depth[m.jnt_dofadr[j]]; };
-  for_each(m, m.nbody, [&](int i) MOREAU_LAMBDA {  // the chains of body i's dofs
-    const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
-    for (int a = di; a < di + ni; ++a) {
-      const S* adj_Ha = adj_H + m.dof_Madr[a];
-      Force<S>* Fa = F + m.dof_Madr[a];
-      Force<S>* adj_Fa = adj_F + m.dof_Madr[a];
-      int chain[D::kBodies], L = 0;
-      chain[0] = i;
-      Fa[slot(i)] = ws.Ic[i] * ws.Sdof[a];
-      for (int j = i; m.body_parent[j] >= 0; j = m.body_parent[j]) {
-        Fa[slot(m.body_parent[j])] = apply_t(ws.Xup[j], Fa[slot(j)]);
-        chain[++L] = m.body_parent[j];
-      }
-      for (int l = L; l >= 0; --l) {
-        const int j = chain[l], dj = m.jnt_dofadr[j], end = l == 0 ? a + 1 : dj + joint_nv(m.jnt_type[j]);
-        Force<S>& g = adj_Fa[slot(j)];
-        g = {{0, 0, 0}, {0, 0, 0}};
-        for (int b = dj; b < end; ++b) {
-          const S w = adj_Ha[m.dof_depth[b]];
-          g.n += w * ws.Sdof[b].w;
-          g.f += w * ws.Sdof[b].v;
+  single(m, [&]() MOREAU_LAMBDA {
+    Inertia<S> adj_Ic[D::kBodies];
+    for (int i = 0; i < m.nbody; ++i) adj_Ic[i] = {S(0), {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
+    Force<S> F[D::kBodies], adj_F[D::kBodies];
+    int chain[D::kBodies];
+    for (int i = 0; i < m.nbody; ++i) {
+      const int di = m.jnt_dofadr[i], ni = joint_nv(m.jnt_type[i]);
+      for (int a = di; a < di + ni; ++a) {
+        // the chain F_0 = I^c_i S_a, F_{l+1} = Xᵀ_{j_l} F_l up to the root
+        const S* adj_Ha = adj_H + m.dof_Madr[a];
+        int L = 0;
+        chain[0] = i;
+        F[0] = ws.Ic[i] * ws.Sdof[a];
+        for (int j = i; m.body_parent[j] >= 0; j = m.body_parent[j]) {
+          F[L + 1] = apply_t(ws.Xup[j], F[L]);
+          chain[++L] = m.body_parent[j];
         }
-        Transform<S> later{{{0, 0, 0, 0, 0, 0, 0, 0, 0}}, {0, 0, 0}};  // X̄'s part: the gather's, below
-        if (l < L) adj_apply_t(ws.Xup[j], Fa[slot(j)], later, g, adj_Fa[slot(chain[l + 1])]);
+        for (int l = L; l >= 0; --l) {
+          adj_F[l] = {{0, 0, 0}, {0, 0, 0}};
+          const int j = chain[l], dj = m.jnt_dofadr[j], end = l == 0 ? a + 1 : dj + joint_nv(m.jnt_type[j]);
+          for (int b = dj; b < end; ++b) {  // H_ab = F_l · S_b
+            const S w = adj_Ha[m.dof_depth[b]];
+            adj_F[l].n += w * ws.Sdof[b].w;
+            adj_F[l].f += w * ws.Sdof[b].v;
+            aw.Sdof[b].w += w * F[l].n;
+            aw.Sdof[b].v += w * F[l].f;
+          }
+          if (l < L) adj_apply_t(ws.Xup[chain[l]], F[l], aw.Xup[chain[l]], adj_F[l], adj_F[l + 1]);
+        }
+        adj_mul_inertia(ws.Ic[i], ws.Sdof[a], &adj_Ic[i], aw.Sdof[a], adj_F[0]);
       }
     }
-  });
-  Inertia<S> adj_Ic[D::kBodies];
-  for_each(m, m.nbody, [&](int j) MOREAU_LAMBDA {  // the pairs (a, j), by ascending a
-    const int dj = m.jnt_dofadr[j], nj = joint_nv(m.jnt_type[j]), s = slot(j), par = m.body_parent[j];
-    adj_Ic[j] = {S(0), {0, 0, 0}, {0, 0, 0, 0, 0, 0}};
-    for (int a = dj; a < m.nv && (a == dj || m.dof_depth[a] > s); ++a) {  // j's subtree (model_view.h)
-      const int p = m.dof_Madr[a] + s;
-      const bool own = a < dj + nj;
-      for (int b = dj; b < (own ? a + 1 : dj + nj); ++b) {  // H_ab = F · S_b
-        const S w = adj_H[m.dof_Madr[a] + m.dof_depth[b]];
-        aw.Sdof[b].w += w * F[p].n;
-        aw.Sdof[b].v += w * F[p].f;
-      }
-      if (own) adj_mul_inertia(ws.Ic[j], ws.Sdof[a], &adj_Ic[j], aw.Sdof[a], adj_F[p]);  // F_0 = I^c S_a
-      Force<S> done{{0, 0, 0}, {0, 0, 0}};  // F̄'s part: taken in the chain's pass
-      if (par >= 0) adj_apply_t(ws.Xup[j], F[p], aw.Xup[j], done, adj_F[m.dof_Madr[a] + slot(par)]);
+    // I^c_λ += Xᵀ I^c_i X (children last in the forward): parents first
+    for (int i = 0; i < m.nbody; ++i) {
+      const int par = m.body_parent[i];
+      if (par >= 0) adj_transform_t(ws.Xup[i], ws.Ic[i], aw.Xup[i], adj_Ic[i], adj_Ic[par]);
+      aw.I[i] += adj_Ic[i];
     }
-  });
-  // I^c_λ += Xᵀ I^c_i X (children last in the forward): parents first
-  down_tree(m, [&](int i) MOREAU_LAMBDA {
-    const int par = m.body_parent[i];
-    if (par >= 0) adj_transform_t(ws.Xup[i], ws.Ic[i], aw.Xup[i], adj_Ic[i], adj_Ic[par]);
-    aw.I[i] += adj_Ic[i];
   });
 }
 

@@ -36,8 +36,7 @@ struct ModelArrays {
   int decimation;
   S timestep;
   S gravity[3];
-  const int* body_parent;     // (nbody) in depth-first order: body j's subtree is j and the bodies after it
-                              // up to the next one no deeper than j (so are the dofs, by dof_depth)
+  const int* body_parent;     // (nbody)
   const S* body_pos;          // (nbody x 3)
   const S* body_quat;         // (nbody x 4)
   const S* body_mass;         // (nbody)

@@ -202,20 +202,6 @@ TEST(ModelCompile, FixedToWorldMakesChildrenRootsAndDropsItsMass) {
   EXPECT_NE(m.warnings[1].find("'stand': fixed to the world; its 1 contact(s) are dropped"), std::string::npos);
 }
 
-// The subtree of dof a is a and the dofs after it up to the next one no deeper than a (depth-first
-// order; kernels/model_view.h: adj_crba's gather walks a body's subtree so).
-void expect_subtrees_by_depth(const Model& m) {
-  for (int a = 0; a < m.nv; ++a) {
-    int end = a + 1;
-    while (end < m.nv && m.dof_depth[end] > m.dof_depth[a]) ++end;
-    for (int k = 0; k < m.nv; ++k) {
-      bool below = false;  // a on k's chain of dof parents
-      for (int j = k; j >= 0 && !below; j = m.dof_parent[j]) below = j == a;
-      EXPECT_EQ(below, k >= a && k < end) << "dof " << k << " under dof " << a;
-    }
-  }
-}
-
 // Bodies listed out of order compile in depth-first preorder, children in spec order.
 TEST(ModelCompile, PreorderAddressesAndDofParents) {
   RobotSpec spec;
@@ -258,8 +244,6 @@ TEST(ModelCompile, PreorderAddressesAndDofParents) {
   EXPECT_EQ(m.body_index("b2"), 4);
   EXPECT_EQ(m.joint_index("c1"), 2);
   EXPECT_EQ(m.body_index("nope"), -1);
-  expect_subtrees_by_depth(m);
-  expect_subtrees_by_depth(load_model(test::asset("anymal_c.json")));
 }
 
 TEST(ModelCompile, JointsActuatorsAndGlobalsAreCopied) {
