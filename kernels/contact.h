@@ -137,7 +137,7 @@ MOREAU_HD S smooth_gate(S k, S g) {
 template <class S, class D>
 MOREAU_HD void relative_world_transforms(const ModelView<S, D>& m, const Workspace<S, D>& ws, Transform<S>* X0) {
   const bool free_base = m.jnt_type[0] == kJointFree;
-  for (int i = 0; i < m.nbody; ++i) {
+  down_tree(m, [&](int i) MOREAU_LAMBDA {
     const int par = m.body_parent[i];
     if (par >= 0) {
       X0[i] = compose(ws.Xup[i], X0[par]);
@@ -146,7 +146,7 @@ MOREAU_HD void relative_world_transforms(const ModelView<S, D>& m, const Workspa
       if (i == 0 && free_base) X0[i].r = Vec3<S>{0, 0, 0};
       else if (free_base) X0[i].r = ws.Xup[i].r - ws.Xup[0].r;
     }
-  }
+  });
 }
 
 // Tangent basis (t1, t2) of a unit normal n.
@@ -224,11 +224,12 @@ MOREAU_HD void row_add_outer(const ContactScratch<S, D>& cs, int r, S a, const S
 template <class S, class D>
 MOREAU_HD void dof_world_columns(const ModelView<S, D>& m, const Workspace<S, D>& ws, const Transform<S>* X0,
                                  Vec3<S>* omega, Vec3<S>* u) {
-  for (int j = 0; j < m.nbody; ++j)
+  for_each(m, m.nbody, [&](int j) MOREAU_LAMBDA {
     for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
       omega[d] = mul_t(X0[j].E, ws.Sdof[d].w);
       u[d] = mul_t(X0[j].E, ws.Sdof[d].v) + cross(X0[j].r, omega[d]);
     }
+  });
 }
 
 // Rows J of contact i (frame rows n, t1, t2, stride kChain) over its chain: the velocity of its
@@ -284,10 +285,8 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
                                   S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0), S roll = S(0)) {
   Transform<S> X0[D::kBodies];
   relative_world_transforms(m, ws, X0);
-  Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns, once a contact needs them
-  bool columns = false;
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
-  Vec3<S> frames[D::kActive][3];
+  Vec3<S> frames[D::kActive][3], points[D::kActive];  // each active contact's frame and point
   cs.n = 0;
   bool dropped = false;
   for (int k = 0; k < m.ncon; ++k) {
@@ -304,16 +303,11 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     const int i = active_slot(cs, gap, &dropped);
     if (i < 0) continue;
     tangents(frame[0], frame[1], frame[2]);
-    const Vec3<S> p = centre - m.con_radius[k] * frame[0];
+    points[i] = centre - m.con_radius[k] * frame[0];
     cs.con[i] = k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
     for (int a = 0; a < 3; ++a) frames[i][a] = frame[a];
-    contact_chain(m, b, cs, i);
-    cs.nd[i + D::kBlocks] = 0;
-    if (!columns) dof_world_columns(m, ws, X0, omega, u);
-    columns = true;
-    point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
   }
   for (int k = 0; k < m.npair; ++k) {
     const int ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1], ba = m.con_body[ka], bb = m.con_body[kb];
@@ -325,17 +319,26 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     const int i = active_slot(cs, gap, &dropped);
     if (i < 0) continue;
     tangents(frame[0], frame[1], frame[2]);
+    points[i] = p;
     cs.con[i] = m.ncon + k;
     cs.gap[i] = gap;
     cs.w[i] = 1;
-    contact_chain(m, ba, cs, i);
-    contact_chain(m, bb, cs, i + D::kBlocks);
-    if (!columns) dof_world_columns(m, ws, X0, omega, u);
-    columns = true;
-    point_jacobian(cs, i, omega, u, p, frame, cs.J + 3 * i * D::kChain);
-    const Vec3<S> minus[3] = {-frame[0], -frame[1], -frame[2]};  // J_b = −(frame · v_b(p))
-    point_jacobian(cs, i + D::kBlocks, omega, u, p, minus, cs.J + (3 * i + D::kRows) * D::kChain);
+    for (int a = 0; a < 3; ++a) frames[i][a] = frame[a];
   }
+  Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns
+  if (cs.n > 0) dof_world_columns(m, ws, X0, omega, u);
+  for_each(m, cs.n, [&](int i) MOREAU_LAMBDA {  // the active contacts' chains and rows
+    const int k = cs.con[i] - m.ncon;
+    contact_chain(m, k < 0 ? m.con_body[cs.con[i]] : m.con_body[m.pair_con[2 * k]], cs, i);
+    point_jacobian(cs, i, omega, u, points[i], frames[i], cs.J + 3 * i * D::kChain);
+    if (k < 0) {
+      cs.nd[i + D::kBlocks] = 0;
+      return;
+    }
+    contact_chain(m, m.con_body[m.pair_con[2 * k + 1]], cs, i + D::kBlocks);
+    const Vec3<S> minus[3] = {-frames[i][0], -frames[i][1], -frames[i][2]};  // J_b = −(frame · v_b(p))
+    point_jacobian(cs, i + D::kBlocks, omega, u, points[i], minus, cs.J + (3 * i + D::kRows) * D::kChain);
+  });
   for (int i = 0; i < cs.n; ++i) {
     if (cs.con[i] >= m.ncon) continue;  // a pair has no torque rows
     for (int kind = kRowSpin; kind < kRowSpin + D::kTorque; ++kind) {  // rolling rows where the class holds them
