@@ -24,6 +24,7 @@ run_rev() {  # REV -> build/bits/<name>/out
   else
     name=$(git rev-parse --short "$rev")
     src=$root/build/bits/src-$name
+    git worktree prune  # forgets worktrees whose folder was deleted with build/
     [ -d "$src" ] || git worktree add --detach "$src" "$rev" > /dev/null
   fi
   local b=$root/build/bits/$name$(echo "$flags" | tr -c 'a-z0-9\n' '_')
