@@ -4,8 +4,9 @@
 # each revision (a git worktree; the working tree for "."), without fused multiply-adds
 # (generic x86-64, -ffp-contract=off: with them GCC fuses whichever products a function's shape
 # offers, so bits differ with any change of shape), builds tools/bits/step_bits.cc against each
-# and compares what they write: per file (dtype, contact mode, tape schedule) the values that
-# differ and the largest relative difference.
+# and compares what they write for ANYmal C and for two stacked balls (tools/bits/stacked_balls.xml:
+# a contact between two bodies of the robot): per file (robot, dtype, contact mode, tape
+# schedule) the values that differ and the largest relative difference.
 #
 #   bash scripts/kernel_bits.sh OLD [NEW]   # revisions; NEW defaults to the working tree (.)
 #   MOREAU_BITS_FLAGS=-mfma bash scripts/kernel_bits.sh OLD   # with x86-64-v3's fused multiply-adds
@@ -37,8 +38,10 @@ run_rev() {  # REV -> build/bits/<name>/out
   cmake -S tools/bits -B "$b/bits" -G Ninja -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=$flags" \
     -DCMAKE_PREFIX_PATH="$b/prefix" > /dev/null
   cmake --build "$b/bits" > /dev/null
-  rm -rf "$b/out" && mkdir -p "$b/out"
-  "$b/bits/moreau-step-bits" assets/robots/anymal_c.json "$b/out"
+  rm -rf "$b/out"
+  mkdir -p "$b/out/anymal_c" "$b/out/stacked_balls"
+  "$b/bits/moreau-step-bits" assets/robots/anymal_c.json "$b/out/anymal_c"
+  "$b/bits/moreau-step-bits" tools/bits/stacked_balls.xml "$b/out/stacked_balls" 0  # the pair touching
   echo "$b/out"
 }
 old=$(run_rev "$1")
@@ -58,12 +61,12 @@ def compare(x, y):
     rel = float(np.max(np.abs(x - y) / np.maximum(np.abs(x), 1e-300))) if bad else 0.0
     return f"{bad:5d} of {x.size:5d} differ (max relative {rel:.1e})", bad
 differ = 0
-print(f"{'file':32s} {'step (q_out, v_out)':40s} {'adjoint (q, v, action, base mass)':40s} status")
-for f in sorted(old.glob("*.bin")):
-    (fa, ga, sa), (fb, gb, sb) = read(f), read(new / f.name)
+print(f"{'file':45s} {'step (q_out, v_out)':40s} {'adjoint (q, v, action, base mass)':40s} status")
+for f in sorted(old.glob("*/*.bin")):
+    (fa, ga, sa), (fb, gb, sb) = read(f), read(new / f.parent.name / f.name)
     (tf, bf), (tg, bg) = compare(fa, fb), compare(ga, gb)
     differ += bool(bf or bg or sa != sb)
-    print(f"{f.stem:32s} {tf:40s} {tg:40s} {'same' if sa == sb else 'DIFFERS'}")
+    print(f"{f.parent.name + '/' + f.stem:45s} {tf:40s} {tg:40s} {'same' if sa == sb else 'DIFFERS'}")
 print("kernel_bits: identical" if not differ else f"kernel_bits: {differ} files differ")
 sys.exit(1 if differ else 0)
 PY

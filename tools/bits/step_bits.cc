@@ -1,13 +1,17 @@
-// moreau-step-bits ROBOT OUTDIR — what one revision's kernels compute, bit for bit, for
-// scripts/kernel_bits.sh to compare with another's. For float32 and float64 and every contact
-// mode: 64 environments of the robot start from its initial pose raised, tilted and with its
-// joints and velocities perturbed (a fixed pseudo-random sequence), fall and walk under random
-// actions for 0.4 s; then one step_pure and its step_adjoint (∂L/∂q_out, ∂L/∂v_out pseudo-random)
-// from that state. OUTDIR/<dtype>_<contact>.bin holds n_env, nq, nv, nu (int32), then q_out,
-// v_out, ∂L/∂q, ∂L/∂v, ∂L/∂action and ∂L/∂added_base_mass widened to float64, then the two
-// calls' status bits (int32), little-endian. With adjoint tapes 1 (OUTDIR/<dtype>_<contact>_tapes1.bin) the adjoint
-// recomputes each environment alone from one tape, the CUDA backend's schedule. Only the public API is used, so any revision with it compiles against this file.
+// moreau-step-bits ROBOT OUTDIR [SECONDS] — what one revision's kernels compute, bit for bit, for
+// scripts/kernel_bits.sh to compare with another's. For float32 and float64 and every contact mode:
+// 64 environments of the robot start from its initial pose raised, tilted and with its joints and
+// velocities perturbed (a fixed pseudo-random sequence), fall and walk under random actions for
+// SECONDS (default 0.4); then one step_pure and its step_adjoint (∂L/∂q_out, ∂L/∂v_out
+// pseudo-random) from that state. The pairs of bodies the robot file collides
+// (Model::self_collisions, from an MJCF) collide (with_self_collisions).
+// OUTDIR/<dtype>_<contact>.bin holds n_env, nq, nv, nu (int32), then q_out, v_out, ∂L/∂q, ∂L/∂v,
+// ∂L/∂action and ∂L/∂added_base_mass widened to float64, then the two calls' status bits (int32),
+// little-endian. With adjoint tapes 1 (OUTDIR/<dtype>_<contact>_tapes1.bin) the adjoint recomputes
+// each environment alone from one tape, the CUDA backend's schedule. Only the public API is used,
+// so any revision with it compiles against this file.
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -41,7 +45,7 @@ std::vector<T> to_device(const std::vector<double>& rows, int n_env, int w) {
 }
 
 template <class T>
-void run(const Model& model, DType dtype, ContactMode mode, int tapes, const std::string& path) {
+void run(const Model& model, DType dtype, ContactMode mode, int tapes, double seconds, const std::string& path) {
   const int n = 64, nq = model.nq, nv = model.nv, nu = model.nu;
   SimulatorOptions opt;
   opt.n_env = n;
@@ -61,7 +65,7 @@ void run(const Model& model, DType dtype, ContactMode mode, int tapes, const std
     for (int k = 0; k < nv; ++k) v[e * nv + k] = 0.5 * r.next();
   }
   sim.set_state(q.data(), v.data(), n);
-  const int control_steps = static_cast<int>(0.4 / (model.timestep * model.decimation));
+  const int control_steps = static_cast<int>(seconds / (model.timestep * model.decimation));
   for (int s = 0; s < control_steps; ++s) {
     for (double& x : a) x = 0.5 * r.next();
     sim.set_action(a.data(), n);
@@ -100,19 +104,21 @@ void run(const Model& model, DType dtype, ContactMode mode, int tapes, const std
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: moreau-step-bits ROBOT OUTDIR\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: moreau-step-bits ROBOT OUTDIR [SECONDS]\n");
     return 2;
   }
   try {
-    const Model model = load_model(argv[1]);
+    Model model = load_model(argv[1]);
+    if (!model.self_collisions.empty()) model = with_self_collisions(model, model.self_collisions);
     const std::string dir = argv[2];
+    const double seconds = argc == 4 ? std::atof(argv[3]) : 0.4;
     for (ContactMode mode : {ContactMode::None, ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth,
                              ContactMode::HardSmoothGrad}) {
       for (int tapes : {0, 1}) {
         const std::string name = std::string(contact_mode_name(mode)) + (tapes ? "_tapes1" : "");
-        run<float>(model, DType::Float32, mode, tapes, dir + "/float32_" + name + ".bin");
-        run<double>(model, DType::Float64, mode, tapes, dir + "/float64_" + name + ".bin");
+        run<float>(model, DType::Float32, mode, tapes, seconds, dir + "/float32_" + name + ".bin");
+        run<double>(model, DType::Float64, mode, tapes, seconds, dir + "/float64_" + name + ".bin");
       }
     }
     return 0;
