@@ -289,41 +289,36 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
   Vec3<S> frames[D::kActive][3], points[D::kActive];  // each active contact's frame and point
   cs.n = 0;
   bool dropped = false;
+  auto enter = [&](int con, S gap, const Vec3<S>& n, const Vec3<S>& p) {  // a candidate within the threshold (or NaN)
+    const int i = active_slot(cs, gap, &dropped);
+    if (i < 0) return;
+    frames[i][0] = n;
+    tangents(n, frames[i][1], frames[i][2]);
+    points[i] = p;
+    cs.con[i] = con;
+    cs.gap[i] = gap;
+    cs.w[i] = 1;
+  };
   for (int k = 0; k < m.ncon; ++k) {
     const int b = m.con_body[k];
     const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, vec3(m.con_pos + 3 * k));  // relative to the base
     const S x = centre.x + base.x, y = centre.y + base.y;
-    Vec3<S> frame[3];
+    Vec3<S> n;
     S height;
-    ground.surface(x, y, height, frame[0]);
+    ground.surface(x, y, height, n);
     // gap along the normal from the ground point (x, y, height) to the sphere surface
-    const S gap = (centre.z + base.z - height) * frame[0].z - m.con_radius[k];
+    const S gap = (centre.z + base.z - height) * n.z - m.con_radius[k];
     if (gaps) gaps[k] = gap;
-    if (gap > threshold) continue;
-    const int i = active_slot(cs, gap, &dropped);
-    if (i < 0) continue;
-    tangents(frame[0], frame[1], frame[2]);
-    points[i] = centre - m.con_radius[k] * frame[0];
-    cs.con[i] = k;
-    cs.gap[i] = gap;
-    cs.w[i] = 1;
-    for (int a = 0; a < 3; ++a) frames[i][a] = frame[a];
+    if (!(gap > threshold)) enter(k, gap, n, centre - m.con_radius[k] * n);
   }
   for (int k = 0; k < m.npair; ++k) {
     const int ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1], ba = m.con_body[ka], bb = m.con_body[kb];
     const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, vec3(m.con_pos + 3 * ka));
     const Vec3<S> cb = X0[bb].r + mul_t(X0[bb].E, vec3(m.con_pos + 3 * kb));
-    Vec3<S> frame[3], p{0, 0, 0};
+    Vec3<S> n{0, 0, 0}, p{0, 0, 0};
     S gap = 0;
-    if (!pair_geometry(ca, cb, m.con_radius[ka], m.con_radius[kb], gap, frame[0], p) || gap > threshold) continue;
-    const int i = active_slot(cs, gap, &dropped);
-    if (i < 0) continue;
-    tangents(frame[0], frame[1], frame[2]);
-    points[i] = p;
-    cs.con[i] = m.ncon + k;
-    cs.gap[i] = gap;
-    cs.w[i] = 1;
-    for (int a = 0; a < 3; ++a) frames[i][a] = frame[a];
+    if (pair_geometry(ca, cb, m.con_radius[ka], m.con_radius[kb], gap, n, p) && !(gap > threshold))
+      enter(m.ncon + k, gap, n, p);
   }
   Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns
   if (cs.n > 0) dof_world_columns(m, ws, X0, omega, u);
