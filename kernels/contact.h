@@ -283,14 +283,14 @@ MOREAU_HD bool pair_geometry(const Vec3<S>& ca, const Vec3<S>& cb, S ra, S rb, S
 template <class S, class D>
 MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D>& ws, const S* qM, const Ground<S>& ground,
                                   S threshold, ContactScratch<S, D>& cs, S* gaps, S spin = S(0), S roll = S(0)) {
-  Transform<S> X0[D::kBodies];
-  relative_world_transforms(m, ws, X0);
+  TeamArray<D, Transform<S>, D::kBodies> X0;
+  relative_world_transforms(m, ws, X0.data);
   const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
-  Vec3<S> frames[D::kActive][3], points[D::kActive];  // each active contact's frame and point
-  cs.n = 0;
-  bool dropped = false;
+  TeamArray<D, Vec3<S>[3], D::kActive> frames;  // each active contact's frame
+  TeamArray<D, Vec3<S>, D::kActive> points;     // and point
+  TeamArray<D, bool, 1> dropped;
   auto enter = [&](int con, S gap, const Vec3<S>& n, const Vec3<S>& p) {  // a candidate within the threshold (or NaN)
-    const int i = active_slot(cs, gap, &dropped);
+    const int i = active_slot(cs, gap, &dropped[0]);
     if (i < 0) return;
     frames[i][0] = n;
     tangents(n, frames[i][1], frames[i][2]);
@@ -299,60 +299,66 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     cs.gap[i] = gap;
     cs.w[i] = 1;
   };
-  for (int k = 0; k < m.ncon; ++k) {
-    const int b = m.con_body[k];
-    const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, vec3(m.con_pos + 3 * k));  // relative to the base
-    const S x = centre.x + base.x, y = centre.y + base.y;
-    Vec3<S> n;
-    S height;
-    ground.surface(x, y, height, n);
-    // gap along the normal from the ground point (x, y, height) to the sphere surface
-    const S gap = (centre.z + base.z - height) * n.z - m.con_radius[k];
-    if (gaps) gaps[k] = gap;
-    if (!(gap > threshold)) enter(k, gap, n, centre - m.con_radius[k] * n);
-  }
-  for (int k = 0; k < m.npair; ++k) {
-    const int ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1], ba = m.con_body[ka], bb = m.con_body[kb];
-    const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, vec3(m.con_pos + 3 * ka));
-    const Vec3<S> cb = X0[bb].r + mul_t(X0[bb].E, vec3(m.con_pos + 3 * kb));
-    Vec3<S> n{0, 0, 0}, p{0, 0, 0};
-    S gap = 0;
-    if (pair_geometry(ca, cb, m.con_radius[ka], m.con_radius[kb], gap, n, p) && !(gap > threshold))
-      enter(m.ncon + k, gap, n, p);
-  }
-  Vec3<S> omega[D::kNv], u[D::kNv];  // the dofs' world columns
-  if (cs.n > 0) dof_world_columns(m, ws, X0, omega, u);
+  single(m, [&]() MOREAU_LAMBDA {  // the active set, in the candidates' order
+    cs.n = 0;
+    dropped[0] = false;
+    for (int k = 0; k < m.ncon; ++k) {
+      const int b = m.con_body[k];
+      const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, vec3(m.con_pos + 3 * k));  // relative to the base
+      const S x = centre.x + base.x, y = centre.y + base.y;
+      Vec3<S> n;
+      S height;
+      ground.surface(x, y, height, n);
+      // gap along the normal from the ground point (x, y, height) to the sphere surface
+      const S gap = (centre.z + base.z - height) * n.z - m.con_radius[k];
+      if (gaps) gaps[k] = gap;
+      if (!(gap > threshold)) enter(k, gap, n, centre - m.con_radius[k] * n);
+    }
+    for (int k = 0; k < m.npair; ++k) {
+      const int ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1], ba = m.con_body[ka], bb = m.con_body[kb];
+      const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, vec3(m.con_pos + 3 * ka));
+      const Vec3<S> cb = X0[bb].r + mul_t(X0[bb].E, vec3(m.con_pos + 3 * kb));
+      Vec3<S> n{0, 0, 0}, p{0, 0, 0};
+      S gap = 0;
+      if (pair_geometry(ca, cb, m.con_radius[ka], m.con_radius[kb], gap, n, p) && !(gap > threshold))
+        enter(m.ncon + k, gap, n, p);
+    }
+  });
+  TeamArray<D, Vec3<S>, D::kNv> omega, u;  // the dofs' world columns
+  if (cs.n > 0) dof_world_columns(m, ws, X0.data, omega.data, u.data);
   for_each(m, cs.n, [&](int i) MOREAU_LAMBDA {  // the active contacts' chains and rows
     const int k = cs.con[i] - m.ncon;
     contact_chain(m, k < 0 ? m.con_body[cs.con[i]] : m.con_body[m.pair_con[2 * k]], cs, i);
-    point_jacobian(cs, i, omega, u, points[i], frames[i], cs.J + 3 * i * D::kChain);
+    point_jacobian(cs, i, omega.data, u.data, points[i], frames[i], cs.J + 3 * i * D::kChain);
     if (k < 0) {
       cs.nd[i + D::kBlocks] = 0;
       return;
     }
     contact_chain(m, m.con_body[m.pair_con[2 * k + 1]], cs, i + D::kBlocks);
     const Vec3<S> minus[3] = {-frames[i][0], -frames[i][1], -frames[i][2]};  // J_b = −(frame · v_b(p))
-    point_jacobian(cs, i + D::kBlocks, omega, u, points[i], minus, cs.J + (3 * i + D::kRows) * D::kChain);
+    point_jacobian(cs, i + D::kBlocks, omega.data, u.data, points[i], minus, cs.J + (3 * i + D::kRows) * D::kChain);
   });
-  for (int i = 0; i < cs.n; ++i) {
-    if (cs.con[i] >= m.ncon) continue;  // a pair has no torque rows
-    for (int kind = kRowSpin; kind < kRowSpin + D::kTorque; ++kind) {  // rolling rows where the class holds them
-      const S mu = kind == kRowSpin ? spin : roll;
-      if (!(mu > 0)) continue;
-      const int k = cs.nj++, b = cs.n + k;
-      cs.jq[k] = i;
-      cs.jdof[k] = -1;
-      cs.jkind[k] = kind;
-      cs.jbound[k] = mu;
-      cs.gap[b] = cs.gap[i];
-      cs.w[b] = 1;
-      cs.nd[b] = cs.nd[i];
-      S* J = cs.J + block_row(cs, b) * D::kChain;
-      const Vec3<S>& axis = frames[i][kind - kRowSpin];
-      for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(axis, omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
+  single(m, [&]() MOREAU_LAMBDA {  // the torque rows, appended in the contacts' order
+    for (int i = 0; i < cs.n; ++i) {
+      if (cs.con[i] >= m.ncon) continue;  // a pair has no torque rows
+      for (int kind = kRowSpin; kind < kRowSpin + D::kTorque; ++kind) {  // rolling rows where the class holds them
+        const S mu = kind == kRowSpin ? spin : roll;
+        if (!(mu > 0)) continue;
+        const int k = cs.nj++, b = cs.n + k;
+        cs.jq[k] = i;
+        cs.jdof[k] = -1;
+        cs.jkind[k] = kind;
+        cs.jbound[k] = mu;
+        cs.gap[b] = cs.gap[i];
+        cs.w[b] = 1;
+        cs.nd[b] = cs.nd[i];
+        S* J = cs.J + block_row(cs, b) * D::kChain;
+        const Vec3<S>& axis = frames[i][kind - kRowSpin];
+        for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(axis, omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
+      }
     }
-  }
-  return dropped;
+  });
+  return dropped[0];
 }
 
 // Joint rows at q_M, appended to the one-row blocks: for a limited revolute or prismatic joint,
@@ -449,89 +455,92 @@ template <class S, class D>
 MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs,
                                       const S* qM, const Ground<S>& ground, const S* adj_J, const S* adj_gap, S* adj_qM,
                                       AdjWorkspace<S, D>& aw) {
-  Transform<S> X0[D::kBodies], adj_X0[D::kBodies];
-  relative_world_transforms(m, ws, X0);
-  const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
-  const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
-  const Vec3<S> z3{0, 0, 0};
-  for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, z3};
-  // each dof's world-frame columns l = E_jᵀ S.v and ω = E_jᵀ S.w, and their adjoints summed
-  // over the contacts
-  Vec3<S> omega[D::kNv], adj_l[D::kNv], adj_omega[D::kNv];
-  for (int j = 0; j < m.nbody; ++j)
-    for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
-      omega[d] = mul_t(X0[j].E, ws.Sdof[d].w);
-      adj_l[d] = adj_omega[d] = z3;
-    }
-  for (int i = 0; i < cs.n; ++i) {
-    if (cs.con[i] >= m.ncon) {
-      const int k = cs.con[i] - m.ncon, ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1];
-      const int ba = m.con_body[ka], bb = m.con_body[kb];
-      const Vec3<S> pla = vec3(m.con_pos + 3 * ka), plb = vec3(m.con_pos + 3 * kb);
-      const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, pla), cb = X0[bb].r + mul_t(X0[bb].E, plb);
-      const S ra = m.con_radius[ka], rb = m.con_radius[kb];
-      Vec3<S> frame[3] = {z3, z3, z3}, p = z3, adj_p = z3, adj_frame[3] = {z3, z3, z3}, adj_minus[3] = {z3, z3, z3};
-      S gap = 0;
-      pair_geometry(ca, cb, ra, rb, gap, frame[0], p);
+  TeamArray<D, Transform<S>, D::kBodies> X0;
+  relative_world_transforms(m, ws, X0.data);
+  single(m, [&]() MOREAU_LAMBDA {  // the contacts' terms, summed in order
+    Transform<S> adj_X0[D::kBodies];
+    const Vec3<S> base = m.jnt_type[0] == kJointFree ? vec3(qM + m.jnt_qposadr[0]) : Vec3<S>{0, 0, 0};
+    const Mat3<S> Z{{0, 0, 0, 0, 0, 0, 0, 0, 0}};
+    const Vec3<S> z3{0, 0, 0};
+    for (int i = 0; i < m.nbody; ++i) adj_X0[i] = {Z, z3};
+    // each dof's world-frame columns l = E_jᵀ S.v and ω = E_jᵀ S.w, and their adjoints summed
+    // over the contacts
+    Vec3<S> omega[D::kNv], adj_l[D::kNv], adj_omega[D::kNv];
+    for (int j = 0; j < m.nbody; ++j)
+      for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
+        omega[d] = mul_t(X0[j].E, ws.Sdof[d].w);
+        adj_l[d] = adj_omega[d] = z3;
+      }
+    for (int i = 0; i < cs.n; ++i) {
+      if (cs.con[i] >= m.ncon) {
+        const int k = cs.con[i] - m.ncon, ka = m.pair_con[2 * k], kb = m.pair_con[2 * k + 1];
+        const int ba = m.con_body[ka], bb = m.con_body[kb];
+        const Vec3<S> pla = vec3(m.con_pos + 3 * ka), plb = vec3(m.con_pos + 3 * kb);
+        const Vec3<S> ca = X0[ba].r + mul_t(X0[ba].E, pla), cb = X0[bb].r + mul_t(X0[bb].E, plb);
+        const S ra = m.con_radius[ka], rb = m.con_radius[kb];
+        Vec3<S> frame[3] = {z3, z3, z3}, p = z3, adj_p = z3, adj_frame[3] = {z3, z3, z3}, adj_minus[3] = {z3, z3, z3};
+        S gap = 0;
+        pair_geometry(ca, cb, ra, rb, gap, frame[0], p);
+        tangents(frame[0], frame[1], frame[2]);
+        const Vec3<S> minus[3] = {-frame[0], -frame[1], -frame[2]};
+        adj_point_jacobian(m, ws, X0.data, omega, ba, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
+                           adj_frame);
+        adj_point_jacobian(m, ws, X0.data, omega, bb, p, minus, adj_J + (3 * i + D::kRows) * D::kChain, adj_l, adj_omega,
+                           adj_X0, adj_p, adj_minus);
+        for (int r = 0; r < 3; ++r) adj_frame[r] += -adj_minus[r];
+        // n̄ from the tangents, from p and the gap; then d = c_a − c_b with n = d/|d|
+        Vec3<S> adj_n = adj_frame[0] + (S(0.5) * (rb - ra)) * adj_p;
+        adj_tangents(frame[0], adj_frame[1], adj_frame[2], adj_n);
+        const S dist = gap + ra + rb;
+        const Vec3<S> adj_d = adj_gap[i] * frame[0] + (S(1) / dist) * (adj_n - dot(frame[0], adj_n) * frame[0]);
+        adj_point_centre(X0[ba], pla, S(0.5) * adj_p + adj_d, adj_X0[ba]);
+        adj_point_centre(X0[bb], plb, S(0.5) * adj_p - adj_d, adj_X0[bb]);
+        continue;
+      }
+      const int k = cs.con[i], b = m.con_body[k];
+      const Vec3<S> pl = vec3(m.con_pos + 3 * k);
+      const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, pl);
+      Vec3<S> frame[3];
+      S height;
+      ground.surface(centre.x + base.x, centre.y + base.y, height, frame[0]);
       tangents(frame[0], frame[1], frame[2]);
-      const Vec3<S> minus[3] = {-frame[0], -frame[1], -frame[2]};
-      adj_point_jacobian(m, ws, X0, omega, ba, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
-                         adj_frame);
-      adj_point_jacobian(m, ws, X0, omega, bb, p, minus, adj_J + (3 * i + D::kRows) * D::kChain, adj_l, adj_omega,
-                         adj_X0, adj_p, adj_minus);
-      for (int r = 0; r < 3; ++r) adj_frame[r] += -adj_minus[r];
-      // n̄ from the tangents, from p and the gap; then d = c_a − c_b with n = d/|d|
-      Vec3<S> adj_n = adj_frame[0] + (S(0.5) * (rb - ra)) * adj_p;
-      adj_tangents(frame[0], adj_frame[1], adj_frame[2], adj_n);
-      const S dist = gap + ra + rb;
-      const Vec3<S> adj_d = adj_gap[i] * frame[0] + (S(1) / dist) * (adj_n - dot(frame[0], adj_n) * frame[0]);
-      adj_point_centre(X0[ba], pla, S(0.5) * adj_p + adj_d, adj_X0[ba]);
-      adj_point_centre(X0[bb], plb, S(0.5) * adj_p - adj_d, adj_X0[bb]);
-      continue;
+      const Vec3<S> p = centre - m.con_radius[k] * frame[0];
+      Vec3<S> adj_p{0, 0, 0};
+      adj_point_jacobian(m, ws, X0.data, omega, b, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
+                         static_cast<Vec3<S>*>(nullptr));
+      // a torque row: J_t = a · ω_d, a = frame[kind − kRowSpin]
+      for (int k = 0; k < cs.nj; ++k) {
+        if (!torque_row(cs.jkind[k]) || cs.jq[k] != i) continue;
+        const S* aS = adj_J + block_row(cs, cs.n + k) * D::kChain;
+        for (int j = b; j >= 0; j = m.body_parent[j])
+          for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d)
+            adj_omega[d] += aS[m.dof_depth[d]] * frame[cs.jkind[k] - kRowSpin];
+      }
+      // gap = (centre + base − (x, y, h(x, y)))·n − r on the facet's plane: ∂gap/∂(centre + base) = n;
+      // p = centre − r n
+      Vec3<S> adj_centre = adj_p + adj_gap[i] * frame[0];
+      if (m.jnt_type[0] == kJointFree)
+        for (int a = 0; a < 3; ++a) adj_qM[m.jnt_qposadr[0] + a] += adj_gap[i] * frame[0][a];
+      adj_point_centre(X0[b], pl, adj_centre, adj_X0[b]);
     }
-    const int k = cs.con[i], b = m.con_body[k];
-    const Vec3<S> pl = vec3(m.con_pos + 3 * k);
-    const Vec3<S> centre = X0[b].r + mul_t(X0[b].E, pl);
-    Vec3<S> frame[3];
-    S height;
-    ground.surface(centre.x + base.x, centre.y + base.y, height, frame[0]);
-    tangents(frame[0], frame[1], frame[2]);
-    const Vec3<S> p = centre - m.con_radius[k] * frame[0];
-    Vec3<S> adj_p{0, 0, 0};
-    adj_point_jacobian(m, ws, X0, omega, b, p, frame, adj_J + 3 * i * D::kChain, adj_l, adj_omega, adj_X0, adj_p,
-                       static_cast<Vec3<S>*>(nullptr));
-    // a torque row: J_t = a · ω_d, a = frame[kind − kRowSpin]
-    for (int k = 0; k < cs.nj; ++k) {
-      if (!torque_row(cs.jkind[k]) || cs.jq[k] != i) continue;
-      const S* aS = adj_J + block_row(cs, cs.n + k) * D::kChain;
-      for (int j = b; j >= 0; j = m.body_parent[j])
-        for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d)
-          adj_omega[d] += aS[m.dof_depth[d]] * frame[cs.jkind[k] - kRowSpin];
+    for (int j = 0; j < m.nbody; ++j)
+      for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
+        adj_mul_t(X0[j].E, ws.Sdof[d].v, adj_X0[j].E, aw.Sdof[d].v, adj_l[d]);
+        adj_mul_t(X0[j].E, ws.Sdof[d].w, adj_X0[j].E, aw.Sdof[d].w, adj_omega[d]);
+      }
+    // reverse of relative_world_transforms, children first
+    for (int i = m.nbody - 1; i >= 0; --i) {
+      const int par = m.body_parent[i];
+      if (par >= 0) {
+        adj_compose(ws.Xup[i], X0[par], aw.Xup[i], adj_X0[par], adj_X0[i]);
+      } else {  // a root: X0.r = Xup.r, or Xup.r − the base's (relative_world_transforms)
+        aw.Xup[i].E += adj_X0[i].E;
+        if (i == 0 && m.jnt_type[0] == kJointFree) continue;
+        aw.Xup[i].r += adj_X0[i].r;
+        if (m.jnt_type[0] == kJointFree) aw.Xup[0].r += -adj_X0[i].r;
+      }
     }
-    // gap = (centre + base − (x, y, h(x, y)))·n − r on the facet's plane: ∂gap/∂(centre + base) = n;
-    // p = centre − r n
-    Vec3<S> adj_centre = adj_p + adj_gap[i] * frame[0];
-    if (m.jnt_type[0] == kJointFree)
-      for (int a = 0; a < 3; ++a) adj_qM[m.jnt_qposadr[0] + a] += adj_gap[i] * frame[0][a];
-    adj_point_centre(X0[b], pl, adj_centre, adj_X0[b]);
-  }
-  for (int j = 0; j < m.nbody; ++j)
-    for (int d = m.jnt_dofadr[j]; d < m.jnt_dofadr[j] + joint_nv(m.jnt_type[j]); ++d) {
-      adj_mul_t(X0[j].E, ws.Sdof[d].v, adj_X0[j].E, aw.Sdof[d].v, adj_l[d]);
-      adj_mul_t(X0[j].E, ws.Sdof[d].w, adj_X0[j].E, aw.Sdof[d].w, adj_omega[d]);
-    }
-  // reverse of relative_world_transforms, children first
-  for (int i = m.nbody - 1; i >= 0; --i) {
-    const int par = m.body_parent[i];
-    if (par >= 0) {
-      adj_compose(ws.Xup[i], X0[par], aw.Xup[i], adj_X0[par], adj_X0[i]);
-    } else {  // a root: X0.r = Xup.r, or Xup.r − the base's (relative_world_transforms)
-      aw.Xup[i].E += adj_X0[i].E;
-      if (i == 0 && m.jnt_type[0] == kJointFree) continue;
-      aw.Xup[i].r += adj_X0[i].r;
-      if (m.jnt_type[0] == kJointFree) aw.Xup[0].r += -adj_X0[i].r;
-    }
-  }
+  });
 }
 
 // x_a ← L⁻ᵀ x_a for the R rows of block i over its chain at once (x_a at x + a kChain; ltl_solve_t
@@ -1364,45 +1373,47 @@ MOREAU_HD S contact_threshold(const ContactSettings<S>& cfg, const Params<S>& p,
 // threshold must be in cs: not a truncated set).
 template <class S, class D>
 MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v, ContactScratch<S, D>& cs) {
-  constexpr int C = D::kChain;
-  const int nr0 = solve_rows(cs);
-  int keep[D::kBlocks], rowmap[D::kRows], newidx[D::kActive], n = 0, nj = 0, nr = 0;
-  for (int i = 0; i < cs.n + cs.nj; ++i)
-    if (!gated(cs, i) || cs.gap[i] <= threshold) {
-      if (i < cs.n) newidx[i] = n;
-      keep[n + nj] = i;
-      (i < cs.n ? n : nj) += 1;
-      for (int r = block_row(cs, i); r < block_row(cs, i) + block_size(cs, i); ++r) rowmap[nr++] = r;
+  single(m, [&]() MOREAU_LAMBDA {  // the kept blocks, moved down in place
+    constexpr int C = D::kChain;
+    const int nr0 = solve_rows(cs);
+    int keep[D::kBlocks], rowmap[D::kRows], newidx[D::kActive], n = 0, nj = 0, nr = 0;
+    for (int i = 0; i < cs.n + cs.nj; ++i)
+      if (!gated(cs, i) || cs.gap[i] <= threshold) {
+        if (i < cs.n) newidx[i] = n;
+        keep[n + nj] = i;
+        (i < cs.n ? n : nj) += 1;
+        for (int r = block_row(cs, i); r < block_row(cs, i) + block_size(cs, i); ++r) rowmap[nr++] = r;
+      }
+    // every index moves down or stays, in increasing order: in place
+    for (int a = 0; a < n + nj; ++a) {
+      const int i = keep[a], r0 = block_row(cs, i), sz = block_size(cs, i);
+      const int a0 = a < n ? 3 * a : a + 2 * n;  // the block's first row in the new layout
+      if (a < n) {
+        cs.con[a] = cs.con[i];
+      } else {
+        cs.jdof[a - n] = cs.jdof[i - cs.n];
+        cs.jq[a - n] = torque_row(cs.jkind[i - cs.n]) ? newidx[cs.jq[i - cs.n]] : cs.jq[i - cs.n];
+        cs.jkind[a - n] = cs.jkind[i - cs.n];
+        cs.jbound[a - n] = cs.jbound[i - cs.n];
+      }
+      cs.gap[a] = cs.gap[i];
+      cs.w[a] = 1;
+      for (int h = 0; h < (a < n ? 2 : 1); ++h) {  // a contact's second half too (nd 0 but for a pair)
+        const int from = i + h * D::kBlocks, to = a + h * D::kBlocks;
+        cs.nd[to] = cs.nd[from];
+        for (int t = 0; t < cs.nd[from]; ++t) cs.dof[to * C + t] = cs.dof[from * C + t];
+        for (int r = 0; r < sz; ++r)
+          for (int t = 0; t < cs.nd[from]; ++t) {
+            cs.J[(a0 + r + h * D::kRows) * C + t] = cs.J[(r0 + r + h * D::kRows) * C + t];
+            cs.Y[(a0 + r + h * D::kRows) * C + t] = cs.Y[(r0 + r + h * D::kRows) * C + t];
+          }
+      }
     }
-  // every index moves down or stays, in increasing order: in place
-  for (int a = 0; a < n + nj; ++a) {
-    const int i = keep[a], r0 = block_row(cs, i), sz = block_size(cs, i);
-    const int a0 = a < n ? 3 * a : a + 2 * n;  // the block's first row in the new layout
-    if (a < n) {
-      cs.con[a] = cs.con[i];
-    } else {
-      cs.jdof[a - n] = cs.jdof[i - cs.n];
-      cs.jq[a - n] = torque_row(cs.jkind[i - cs.n]) ? newidx[cs.jq[i - cs.n]] : cs.jq[i - cs.n];
-      cs.jkind[a - n] = cs.jkind[i - cs.n];
-      cs.jbound[a - n] = cs.jbound[i - cs.n];
-    }
-    cs.gap[a] = cs.gap[i];
-    cs.w[a] = 1;
-    for (int h = 0; h < (a < n ? 2 : 1); ++h) {  // a contact's second half too (nd 0 but for a pair)
-      const int from = i + h * D::kBlocks, to = a + h * D::kBlocks;
-      cs.nd[to] = cs.nd[from];
-      for (int t = 0; t < cs.nd[from]; ++t) cs.dof[to * C + t] = cs.dof[from * C + t];
-      for (int r = 0; r < sz; ++r)
-        for (int t = 0; t < cs.nd[from]; ++t) {
-          cs.J[(a0 + r + h * D::kRows) * C + t] = cs.J[(r0 + r + h * D::kRows) * C + t];
-          cs.Y[(a0 + r + h * D::kRows) * C + t] = cs.Y[(r0 + r + h * D::kRows) * C + t];
-        }
-    }
-  }
-  for (int r = 0; r < nr; ++r)
-    for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
-  cs.n = n;
-  cs.nj = nj;
+    for (int r = 0; r < nr; ++r)
+      for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
+    cs.n = n;
+    cs.nj = nj;
+  });
   contact_velocity(m, v, cs);
 }
 
@@ -1423,28 +1434,33 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   if (from_active) {
     restrict_active(m, threshold, v_free, cs);
   } else {
-    cs.n = cs.nj = 0;
+    single(m, [&]() MOREAU_LAMBDA { cs.n = cs.nj = 0; });
     if (mode != kContactNone && contact_candidates(m, ws, qM, ground, threshold, cs, gaps, p.spin_friction.get(env),
                                                       p.rolling_friction.get(env)))
       result.status |= kStatusContactsDropped;
     const bool speculative = mode != kContactSoft && mode != kContactSmooth && cfg.speculative;
-    joint_candidates(m, p, env, qM, speculative ? v_free : nullptr, h, threshold, cs);
+    single(m, [&]() MOREAU_LAMBDA { joint_candidates(m, p, env, qM, speculative ? v_free : nullptr, h, threshold, cs); });
   }
   if (solve_rows(cs) == 0) return result;
   if (!from_active) delassus(m, ws.H, v_free, cs);
   const bool soft = mode == kContactSoft;
-  if (soft) {
-    soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
-  } else if (mode == kContactSmooth) {
-    const S k = p.smooth_k.get(env);
-    for (int i = 0; i < cs.n + cs.nj; ++i)
-      if (gated(cs, i)) cs.w[i] = smooth_gate(k, cs.gap[i]);
-  } else if (cfg.speculative) {
-    // the next midpoint is q_M ⊕ h v_{k+1}: its gap g + h γ_n must not be negative
-    for (int i = 0; i < cs.n + cs.nj; ++i)
-      if (unilateral(cs, i)) cs.c[block_row(cs, i)] += mmax(cs.gap[i], S(0)) / h;
-  }
-  result.iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &result.residual);
+  TeamArray<D, ContactResult<S>, 1> solved;  // the solve's iterations and residual
+  single(m, [&]() MOREAU_LAMBDA {
+    if (soft) {
+      soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
+    } else if (mode == kContactSmooth) {
+      const S k = p.smooth_k.get(env);
+      for (int i = 0; i < cs.n + cs.nj; ++i)
+        if (gated(cs, i)) cs.w[i] = smooth_gate(k, cs.gap[i]);
+    } else if (cfg.speculative) {
+      // the next midpoint is q_M ⊕ h v_{k+1}: its gap g + h γ_n must not be negative
+      for (int i = 0; i < cs.n + cs.nj; ++i)
+        if (unilateral(cs, i)) cs.c[block_row(cs, i)] += mmax(cs.gap[i], S(0)) / h;
+    }
+    solved[0].iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &solved[0].residual);
+  });
+  result.iterations = solved[0].iterations;
+  result.residual = solved[0].residual;
   if (result.residual > cfg.tolerance) result.status |= kStatusSolverNotConverged;
   return result;
 }
@@ -1466,22 +1482,24 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S, D>& m, const Contact
                                          Workspace<S, D>& ws, ContactScratch<S, D>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
   const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
-  if (solve_rows(cs) > 0) {
-    S x[D::kNv];
-    impulse_velocity(m, ws, cs, x);
-    for (int d = 0; d < m.nv; ++d) v[d] += x[d];
-  }
-  if (impulses && cfg.mode != kContactNone) {
-    for (int k = 0; k < m.ncon; ++k) {
-      impulses[k] = 0;
-      active[k] = gaps[k] <= 0;
+  single(m, [&]() MOREAU_LAMBDA {
+    if (solve_rows(cs) > 0) {
+      S x[D::kNv];
+      impulse_velocity(m, ws, cs, x);
+      for (int d = 0; d < m.nv; ++d) v[d] += x[d];
     }
-    for (int i = 0; i < cs.n; ++i) {
-      if (cs.con[i] >= m.ncon) continue;  // a pair: per point, the ground's impulse only
-      impulses[cs.con[i]] = cs.w[i] * cs.P[3 * i];
-      if (cs.P[3 * i] > 0) active[cs.con[i]] = 1;
+    if (impulses && cfg.mode != kContactNone) {
+      for (int k = 0; k < m.ncon; ++k) {
+        impulses[k] = 0;
+        active[k] = gaps[k] <= 0;
+      }
+      for (int i = 0; i < cs.n; ++i) {
+        if (cs.con[i] >= m.ncon) continue;  // a pair: per point, the ground's impulse only
+        impulses[cs.con[i]] = cs.w[i] * cs.P[3 * i];
+        if (cs.P[3 * i] > 0) active[cs.con[i]] = 1;
+      }
     }
-  }
+  });
   return result;
 }
 
@@ -1549,110 +1567,118 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
                                 S* lambda, S* adj_v_k, S* adj_qM, AdjWorkspace<S, D>& aw, ContactParamAdjoint<S>& adj_p) {
   const int mode = contact_grad_mode(cfg.mode);
   const int nv = m.nv, n = cs.n, nb = n + cs.nj, nr = solve_rows(cs);
-  for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
-  if (nr == 0) {
-    ltl_solve(m, ws.H, lambda);
-    return 0;
-  }
-  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
-  // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
-  ltl_solve_t(m, ws.H, lambda);
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
+    if (nr == 0) ltl_solve(m, ws.H, lambda);
+  });
+  if (nr == 0) return 0;
   constexpr int C = D::kChain;
-  S adj_J[(D::kRows + 3 * D::kActive) * C], adj_P[D::kRows], adj_gamma[D::kRows];  // adj_J as cs.J
-  S adj_w[D::kBlocks], adj_gap[D::kBlocks], adj_pn[D::kBlocks], adj_gnn[D::kBlocks];
-  for (int i = 0; i < nb; ++i) adj_w[i] = adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
-  for (int r = 0; r < nr; ++r) {
-    const int b = row_block(cs, r);
-    const S t = row_dot(cs, r, cs.Y, lambda);
-    for (int h = 0; h < block_halves(cs, b); ++h)
-      for (int k = 0; k < cs.nd[b + h * D::kBlocks]; ++k) adj_J[(r + h * D::kRows) * C + k] = 0;
-    adj_P[r] = cs.w[b] * t;
-    adj_w[b] += cs.P[r] * t;
-  }
+  TeamArray<D, S, (D::kRows + 3 * D::kActive) * C> adj_J;  // as cs.J
+  TeamArray<D, S, D::kRows> adj_P, adj_gamma;
+  TeamArray<D, S, D::kBlocks> adj_w, adj_gap, adj_pn, adj_gnn;
+  TeamArray<D, bool, 1> solved;
   const bool soft = mode == kContactSoft;
-  if (!adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P, adj_gamma, mode == kContactSmooth ? adj_w : nullptr,
-                     adj_p.friction, adj_pn))
-    return kStatusNoGradient;
-  if (soft) {
-    adj_soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
-                             adj_pn, adj_gap, adj_J, adj_v_k, adj_gnn, adj_p.contact_kn);
-  } else if (mode == kContactSmooth) {  // w = σ(−k g): ∂w/∂g = −k w (1 − w), ∂w/∂k = −g w (1 − w)
-    const S k = p.smooth_k.get(env);
-    for (int i = 0; i < nb; ++i) {
-      const S kg = k * cs.gap[i];
-      if (!gated(cs, i) || kg <= S(-100) || kg >= S(50)) continue;
-      const S dw = -cs.w[i] * (1 - cs.w[i]) * adj_w[i];
-      adj_gap[i] += k * dw;
-      adj_p.smooth_k += cs.gap[i] * dw;
+  single(m, [&]() MOREAU_LAMBDA {  // the solve's adjoint
+    // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
+    // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
+    ltl_solve_t(m, ws.H, lambda);
+    for (int i = 0; i < nb; ++i) adj_w[i] = adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
+    for (int r = 0; r < nr; ++r) {
+      const int b = row_block(cs, r);
+      const S t = row_dot(cs, r, cs.Y, lambda);
+      for (int h = 0; h < block_halves(cs, b); ++h)
+        for (int k = 0; k < cs.nd[b + h * D::kBlocks]; ++k) adj_J[(r + h * D::kRows) * C + k] = 0;
+      adj_P[r] = cs.w[b] * t;
+      adj_w[b] += cs.P[r] * t;
     }
-    for (int k = 0; k < cs.nj; ++k)  // a torque row's gap is its contact's
-      if (torque_row(cs.jkind[k])) adj_gap[cs.jq[k]] += adj_gap[n + k];
-  } else if (cfg.speculative) {  // c_n += max(g, 0)/h
-    for (int i = 0; i < nb; ++i)
-      if (unilateral(cs, i) && cs.gap[i] > 0) adj_gap[i] += adj_gamma[block_row(cs, i)] / h;
-  }
-  // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
-  for (int r = 0; r < nr; ++r) {
-    row_axpy(cs, r, adj_gamma[r], cs.J, adj_v_free);
-    row_axpy(cs, r, adj_gamma[r], cs.Y, lambda);
-  }
-  ltl_solve_l(m, ws.H, lambda);
-  // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ on the rows' chains
-  for (int r = 0; r < nr; ++r) {
-    const int b = row_block(cs, r);
-    const S pa = cs.w[b] * cs.P[r], ga = adj_gamma[r];
-    for (int h = 0; h < block_halves(cs, b); ++h) {
-      const int* dof = cs.dof + (b + h * D::kBlocks) * C;
-      S* aJ = adj_J + (r + h * D::kRows) * C;
-      for (int t = 0; t < cs.nd[b + h * D::kBlocks]; ++t)
-        aJ[t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
+    solved[0] = adj_pgs_solve(cs, p.friction.get(env), soft, ca.pgs, adj_P.data, adj_gamma.data,
+                              mode == kContactSmooth ? adj_w.data : nullptr, adj_p.friction, adj_pn.data);
+  });
+  if (!solved[0]) return kStatusNoGradient;
+  TeamArray<D, S, D::kNM> adj_H;  // H's sparse storage (adj_crba)
+  single(m, [&]() MOREAU_LAMBDA {  // the rest of J̄ and H̄
+    if (soft) {
+      adj_soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env),
+                               adj_pn.data, adj_gap.data, adj_J.data, adj_v_k, adj_gnn.data, adj_p.contact_kn);
+    } else if (mode == kContactSmooth) {  // w = σ(−k g): ∂w/∂g = −k w (1 − w), ∂w/∂k = −g w (1 − w)
+      const S k = p.smooth_k.get(env);
+      for (int i = 0; i < nb; ++i) {
+        const S kg = k * cs.gap[i];
+        if (!gated(cs, i) || kg <= S(-100) || kg >= S(50)) continue;
+        const S dw = -cs.w[i] * (1 - cs.w[i]) * adj_w[i];
+        adj_gap[i] += k * dw;
+        adj_p.smooth_k += cs.gap[i] * dw;
+      }
+      for (int k = 0; k < cs.nj; ++k)  // a torque row's gap is its contact's
+        if (torque_row(cs.jkind[k])) adj_gap[cs.jq[k]] += adj_gap[n + k];
+    } else if (cfg.speculative) {  // c_n += max(g, 0)/h
+      for (int i = 0; i < nb; ++i)
+        if (unilateral(cs, i) && cs.gap[i] > 0) adj_gap[i] += adj_gamma[block_row(cs, i)] / h;
     }
-  }
-  if (contact_blocks(mode)) {
-    // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
-    // −c (K_j l)(K_j r)ᵀ to H̄ and c (l (K_j r)ᵀ + r (K_j l)ᵀ) to J̄_j
-    S adj_H[D::kNM];  // H's sparse storage (adj_crba)
-    for (int k = 0; k < m.nM; ++k) adj_H[k] = 0;
-    const S en[3] = {1, 0, 0};
-    for (int j = 0; j < nb; ++j) {
-      const int o = block_row(cs, j), sz = block_size(cs, j);
-      const S* Kj = ca.K + o * nv;
-      const struct {
-        S c;
-        const S *l, *r;
-      } terms[2] = {{1 - cs.w[j], adj_gamma + o, cs.P + o}, {adj_gnn[j], en, en}};
-      for (const auto& t : terms) {
-        if (t.c == 0) continue;
-        S Kl[D::kNv], Kr[D::kNv];
-        for (int d = 0; d < nv; ++d) {
-          Kl[d] = Kr[d] = 0;
-          for (int a = 0; a < sz; ++a) {
-            Kl[d] += Kj[a * nv + d] * t.l[a];
-            Kr[d] += Kj[a * nv + d] * t.r[a];
+    // v̄_free = v̄_next + Jᵀ γ̄ (c = J v_free), λ = H⁻¹ v̄_free
+    for (int r = 0; r < nr; ++r) {
+      row_axpy(cs, r, adj_gamma[r], cs.J, adj_v_free);
+      row_axpy(cs, r, adj_gamma[r], cs.Y, lambda);
+    }
+    ltl_solve_l(m, ws.H, lambda);
+    // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ on the rows' chains
+    for (int r = 0; r < nr; ++r) {
+      const int b = row_block(cs, r);
+      const S pa = cs.w[b] * cs.P[r], ga = adj_gamma[r];
+      for (int h = 0; h < block_halves(cs, b); ++h) {
+        const int* dof = cs.dof + (b + h * D::kBlocks) * C;
+        S* aJ = adj_J + (r + h * D::kRows) * C;
+        for (int t = 0; t < cs.nd[b + h * D::kBlocks]; ++t)
+          aJ[t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
+      }
+    }
+    if (contact_blocks(mode)) {
+      // Ē_j = Σ c l rᵀ over the terms (1 − w_j) γ̄_j P_jᵀ and soft's Ḡ_nn e_n e_nᵀ; each adds
+      // −c (K_j l)(K_j r)ᵀ to H̄ and c (l (K_j r)ᵀ + r (K_j l)ᵀ) to J̄_j
+      for (int k = 0; k < m.nM; ++k) adj_H[k] = 0;
+      const S en[3] = {1, 0, 0};
+      for (int j = 0; j < nb; ++j) {
+        const int o = block_row(cs, j), sz = block_size(cs, j);
+        const S* Kj = ca.K + o * nv;
+        const struct {
+          S c;
+          const S *l, *r;
+        } terms[2] = {{1 - cs.w[j], adj_gamma.data + o, cs.P + o}, {adj_gnn[j], en, en}};
+        for (const auto& t : terms) {
+          if (t.c == 0) continue;
+          S Kl[D::kNv], Kr[D::kNv];
+          for (int d = 0; d < nv; ++d) {
+            Kl[d] = Kr[d] = 0;
+            for (int a = 0; a < sz; ++a) {
+              Kl[d] += Kj[a * nv + d] * t.l[a];
+              Kr[d] += Kj[a * nv + d] * t.r[a];
+            }
           }
-        }
-        for (int h = 0; h < block_halves(cs, j); ++h) {
-          const int* dof = cs.dof + (j + h * D::kBlocks) * C;
-          for (int a = 0; a < sz; ++a)
-            for (int s = 0; s < cs.nd[j + h * D::kBlocks]; ++s)
-              adj_J[(o + a + h * D::kRows) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
-        }
-        for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
-          S* adj_Hc = adj_H + m.dof_Madr[c];
-          const int* col = m.M_colind + m.dof_Madr[c];
-          adj_Hc[m.dof_depth[c]] -= t.c * Kl[c] * Kr[c];
-          for (int s = m.dof_depth[c] - 1; s >= 0; --s) adj_Hc[s] -= t.c * (Kl[c] * Kr[col[s]] + Kl[col[s]] * Kr[c]);
+          for (int h = 0; h < block_halves(cs, j); ++h) {
+            const int* dof = cs.dof + (j + h * D::kBlocks) * C;
+            for (int a = 0; a < sz; ++a)
+              for (int s = 0; s < cs.nd[j + h * D::kBlocks]; ++s)
+                adj_J[(o + a + h * D::kRows) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);
+          }
+          for (int c = 0; c < nv; ++c) {  // −c Kl Krᵀ on the pattern, both triangles' entries
+            S* adj_Hc = adj_H + m.dof_Madr[c];
+            const int* col = m.M_colind + m.dof_Madr[c];
+            adj_Hc[m.dof_depth[c]] -= t.c * Kl[c] * Kr[c];
+            for (int s = m.dof_depth[c] - 1; s >= 0; --s) adj_Hc[s] -= t.c * (Kl[c] * Kr[col[s]] + Kl[col[s]] * Kr[c]);
+          }
         }
       }
     }
-    adj_crba(m, ws, adj_H, aw);
-  }
-  adj_contact_kinematics(m, ws, cs, qM, ground_of(m, p, env), adj_J, adj_gap, adj_qM, aw);
-  // a limit's gap q − lo or hi − q (its J is constant: J̄ goes nowhere)
-  for (int k = 0; k < cs.nj; ++k) {
-    if (!unilateral(cs, n + k)) continue;
-    adj_qM[cs.jq[k]] += cs.jkind[k] == kRowLower ? adj_gap[n + k] : -adj_gap[n + k];
-  }
+  });
+  if (contact_blocks(mode)) adj_crba(m, ws, adj_H.data, aw);
+  adj_contact_kinematics(m, ws, cs, qM, ground_of(m, p, env), adj_J.data, adj_gap.data, adj_qM, aw);
+  single(m, [&]() MOREAU_LAMBDA {
+    // a limit's gap q − lo or hi − q (its J is constant: J̄ goes nowhere)
+    for (int k = 0; k < cs.nj; ++k) {
+      if (!unilateral(cs, n + k)) continue;
+      adj_qM[cs.jq[k]] += cs.jkind[k] == kRowLower ? adj_gap[n + k] : -adj_gap[n + k];
+    }
+  });
   return 0;
 }
 

@@ -139,8 +139,8 @@ MOREAU_HD void rnea(const ModelView<S, D>& m, const S* v, const S* vdot, Workspa
 // returned): δa_i = X δa_λ + S δv̇, f_i += I δa_i, and the subtree sums f_λ += Xᵀ δf_i.
 template <class S, class D>
 MOREAU_HD void rnea_add_acceleration(const ModelView<S, D>& m, const S* dvdot, Workspace<S, D>& ws) {
-  Motion<S> da[D::kBodies];
-  Force<S> df[D::kBodies];
+  TeamArray<D, Motion<S>, D::kBodies> da;
+  TeamArray<D, Force<S>, D::kBodies> df;
   down_tree(m, [&](int i) MOREAU_LAMBDA {
     const int par = m.body_parent[i], d = m.jnt_dofadr[i], n = joint_nv(m.jnt_type[i]);
     da[i] = par < 0 ? Motion<S>{{0, 0, 0}, {0, 0, 0}} : apply(ws.Xup[i], da[par]);

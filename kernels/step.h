@@ -8,6 +8,8 @@
 //   q_{k+1} = q_M ⊕ (h/2) v_{k+1}
 #pragma once
 
+#include <cstddef>
+
 #include "kernels/contact.h"
 
 namespace moreau {
@@ -149,22 +151,27 @@ MOREAU_HD MaskOf<S> free_velocity(const ModelView<S, D>& m, const Params<S>& p, 
                                    const S* ctrl, Workspace<S, D>& ws, S* qM, S* dv) {
   const int nv = m.nv;
   const S c = p.damping_scale.get(env);
-  S hD[D::kNv];
-  integrate(m, q, v, h / 2, qM);
+  TeamArray<D, S, D::kNv> hD;
+  TeamArray<D, MaskOf<S>, 1> ok;
+  single(m, [&]() MOREAU_LAMBDA { integrate(m, q, v, h / 2, qM); });
   body_inertias(m, p.added_base_mass.get(env), ws);
   forward_kinematics(m, qM, ws);
   rnea(m, v, static_cast<const S*>(nullptr), ws, dv);  // dv = b
-  for (int k = 0; k < nv; ++k) {
-    hD[k] = h * (c * m.dof_damping[k]);
-    dv[k] = -dv[k];
-  }
-  passive_forces(m, c, qM, v, dv);
-  actuator_forces(m, p, env, qM, v, ctrl, dv);
-  for (int k = 0; k < nv; ++k) dv[k] *= h;
-  crba(m, hD, ws, p.armature_scale.get(env));
-  const MaskOf<S> ok = ltl_factor(m, ws.H);
-  ltl_solve(m, ws.H, dv);
-  return ok;
+  single(m, [&]() MOREAU_LAMBDA {  // dv = h (τ − b)
+    for (int k = 0; k < nv; ++k) {
+      hD[k] = h * (c * m.dof_damping[k]);
+      dv[k] = -dv[k];
+    }
+    passive_forces(m, c, qM, v, dv);
+    actuator_forces(m, p, env, qM, v, ctrl, dv);
+    for (int k = 0; k < nv; ++k) dv[k] *= h;
+  });
+  crba(m, hD.data, ws, p.armature_scale.get(env));
+  single(m, [&]() MOREAU_LAMBDA {
+    ok[0] = ltl_factor(m, ws.H);
+    ltl_solve(m, ws.H, dv);
+  });
+  return ok[0];
 }
 
 // The intermediates of one physics step, as its adjoint reads them: the input state, q_M, Δv,
@@ -197,13 +204,17 @@ template <class S, class D>
 MOREAU_HD ContactResult<S> finish_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                        int env, S h, bool ok, S* q, S* v, StepTape<S, D>& t, ContactInfo<S, D>* info) {
   if (!ok) return {kStatusSingularMass, 0, S(0)};
-  for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < m.nv; ++k) v[k] = t.v_free[k] = t.v[k] + t.dv[k];
+  });
   ContactResult<S> result{0, 0, S(0)};
   if (has_constraints(m, cfg))
     result = contact_stage(m, cfg, p, env, t.qM, t.v, h, ground_of(m, p, env), t.ws, t.cs, v, info ? info->gap : nullptr,
                            info ? info->impulse : nullptr, info ? info->active : nullptr);
-  for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
-  integrate(m, t.qM, v, h / 2, q);
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < m.nv; ++k) t.v_next[k] = v[k];
+    integrate(m, t.qM, v, h / 2, q);
+  });
   return result;
 }
 
@@ -213,8 +224,10 @@ template <class S, class D>
 MOREAU_HD ContactResult<S> physics_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                                         int env, S h, S* q, S* v, const S* ctrl, StepTape<S, D>& t,
                                         ContactInfo<S, D>* info) {
-  for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
-  for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < m.nq; ++k) t.q[k] = q[k];
+    for (int k = 0; k < m.nv; ++k) t.v[k] = v[k];
+  });
   const bool ok = free_velocity(m, p, env, h, q, v, ctrl, t.ws, t.qM, t.dv);
   return finish_step(m, cfg, p, env, h, ok, q, v, t, info);
 }
@@ -236,9 +249,11 @@ MOREAU_HD void adj_setup(const ModelView<S, D>& m, const ContactSettings<S>& cfg
       contact_solve(m, cfg, p, env, kContactSmooth, t.qM, t.v, h, ground_of(m, p, env), t.ws, t.cs, t.v_free,
                     static_cast<S*>(nullptr), from_active);
     }
-    adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.v_free, t.v_next, at.ca);
   }
-  for (int k = 0; k < m.nv; ++k) at.a[k] = (t.dv[k] + (contact ? at.ca.x[k] : S(0))) / h;
+  single(m, [&]() MOREAU_LAMBDA {
+    if (contact) adj_contact_setup(m, cfg, p, env, t.ws, t.cs, t.v_free, t.v_next, at.ca);
+    for (int k = 0; k < m.nv; ++k) at.a[k] = (t.dv[k] + (contact ? at.ca.x[k] : S(0))) / h;
+  });
   rnea_add_acceleration(m, at.a, t.ws);
 }
 
@@ -256,40 +271,51 @@ MOREAU_HD int adj_physics_step(const ModelView<S, D>& m, const ContactSettings<S
   const StepTape<S, D>& t = at.step;
   const bool contact = has_constraints(m, cfg);
   const int nv = m.nv;
-  S adj_qM[D::kNq], adj_v_free[D::kNv], lambda[D::kNv], adj_v2[D::kNv], tau_adj[D::kNv] = {};
-  // q_out = q_M ⊕ (h/2) v_{k+1}; hard_smooth_grad differentiates the smooth step, whose
-  // v_{k+1} = v_free + x is not the hard one that was taken
-  const S* v_next = t.v_next;
-  S v_smooth[D::kNv];
-  if (contact && cfg.mode == kContactHardSmoothGrad) {
-    for (int k = 0; k < nv; ++k) v_smooth[k] = t.v_free[k] + at.ca.x[k];
-    v_next = v_smooth;
-  }
-  for (int k = 0; k < m.nq; ++k) adj_qM[k] = 0;
-  for (int k = 0; k < nv; ++k) adj_v2[k] = adj_v_out[k];
-  adj_integrate(m, t.qM, v_next, h / 2, adj_qM, adj_v2, adj_q_out);
-  adj_clear(m, aw);
+  TeamArray<D, S, D::kNq> adj_qM;
+  TeamArray<D, S, D::kNv> adj_v_free, lambda, adj_v2, tau_adj;
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < nv; ++k) tau_adj[k] = 0;
+    // q_out = q_M ⊕ (h/2) v_{k+1}; hard_smooth_grad differentiates the smooth step, whose
+    // v_{k+1} = v_free + x is not the hard one that was taken
+    const S* v_next = t.v_next;
+    S v_smooth[D::kNv];
+    if (contact && cfg.mode == kContactHardSmoothGrad) {
+      for (int k = 0; k < nv; ++k) v_smooth[k] = t.v_free[k] + at.ca.x[k];
+      v_next = v_smooth;
+    }
+    for (int k = 0; k < m.nq; ++k) adj_qM[k] = 0;
+    for (int k = 0; k < nv; ++k) adj_v2[k] = adj_v_out[k];
+    adj_integrate(m, t.qM, v_next, h / 2, adj_qM.data, adj_v2.data, adj_q_out);
+    adj_clear(m, aw);
+  });
   if (contact) {  // v_k = v: the soft model's explicit velocity gets its part in adj_v
-    const int st = adj_contact_stage(m, cfg, p, env, t.qM, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2, adj_v_free,
-                                     lambda, adj_v, adj_qM, aw, adj_p.contact);
+    const int st = adj_contact_stage(m, cfg, p, env, t.qM, t.v, h, t.ws, t.cs, at.ca, t.v_free, adj_v2.data,
+                                     adj_v_free.data, lambda.data, adj_v, adj_qM.data, aw, adj_p.contact);
     if (st) return st;
   } else {
-    for (int k = 0; k < nv; ++k) adj_v_free[k] = lambda[k] = adj_v2[k];
-    ltl_solve(m, t.ws.H, lambda);
+    single(m, [&]() MOREAU_LAMBDA {
+      for (int k = 0; k < nv; ++k) adj_v_free[k] = lambda[k] = adj_v2[k];
+      ltl_solve(m, t.ws.H, lambda.data);
+    });
   }
-  // v_free = v + Δv
-  for (int k = 0; k < nv; ++k) {
-    adj_v[k] += adj_v_free[k];
-    tau_adj[k] = -h * lambda[k];
-  }
-  adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj, aw);
-  for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
-  adj_passive_forces(m, p.damping_scale.get(env), tau_adj, adj_qM, adj_v);
-  adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM, adj_v, adj_ctrl, adj_p, tau_adj);
-  adj_forward_kinematics(m, t.qM, t.ws, adj_qM, aw);
-  adj_body_inertias(m, p.added_base_mass.get(env), adj_p.added_base_mass, aw);
-  // q_M = q ⊕ (h/2) v
-  adj_integrate(m, t.q, t.v, h / 2, adj_q, adj_v, adj_qM);
+  single(m, [&]() MOREAU_LAMBDA {  // v_free = v + Δv
+    for (int k = 0; k < nv; ++k) {
+      adj_v[k] += adj_v_free[k];
+      tau_adj[k] = -h * lambda[k];
+    }
+  });
+  adj_rnea(m, t.v, at.a, t.ws, adj_v, static_cast<S*>(nullptr), tau_adj.data, aw);
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < nv; ++k) tau_adj[k] = h * lambda[k];
+    adj_passive_forces(m, p.damping_scale.get(env), tau_adj.data, adj_qM.data, adj_v);
+    adj_actuator_forces(m, p, env, t.qM, t.v, ctrl, adj_qM.data, adj_v, adj_ctrl, adj_p, tau_adj.data);
+  });
+  adj_forward_kinematics(m, t.qM, t.ws, adj_qM.data, aw);
+  single(m, [&]() MOREAU_LAMBDA {
+    adj_body_inertias(m, p.added_base_mass.get(env), adj_p.added_base_mass, aw);
+    // q_M = q ⊕ (h/2) v
+    adj_integrate(m, t.q, t.v, h / 2, adj_q, adj_v, adj_qM.data);
+  });
   return 0;
 }
 
@@ -362,7 +388,7 @@ MOREAU_HD int advance(const ModelView<S, D>& m, const ContactSettings<S>& cfg, c
   int status = input_status(m, q, v, u);
   StepStats<S> st{0, S(0)};
   if (!(status & kStatusFatal)) status |= record_steps(m, cfg, p, env, q, v, u, &t, m.decimation * cfg.substeps, 0, info, &st);
-  if (stats) *stats = st;
+  if (stats) single(m, [&]() MOREAU_LAMBDA { *stats = st; });
   return status;
 }
 
@@ -374,14 +400,20 @@ MOREAU_HD int reverse_steps(const ModelView<S, D>& m, const ContactSettings<S>& 
                             const S* u, const AdjTape<S, D>* tapes, int count, S* aq, S* av, S* adj_u,
                             ParamAdjoint<S, D>& adj_p, AdjWorkspace<S, D>& aw) {
   const S h = m.timestep / cfg.substeps;
-  S nq_adj[D::kNq], nv_adj[D::kNv];
+  TeamArray<D, S, D::kNq> nq_adj;
+  TeamArray<D, S, D::kNv> nv_adj;
   for (int j = count - 1; j >= 0; --j) {
-    for (int k = 0; k < m.nq; ++k) nq_adj[k] = 0;
-    for (int k = 0; k < m.nv; ++k) nv_adj[k] = 0;
-    const int st = adj_physics_step(m, cfg, p, env, h, u, tapes[j], nq_adj, nv_adj, adj_u, adj_p, aq, av, aw);
+    single(m, [&]() MOREAU_LAMBDA {
+      for (int k = 0; k < m.nq; ++k) nq_adj[k] = 0;
+      for (int k = 0; k < m.nv; ++k) nv_adj[k] = 0;
+    });
+    const int st =
+        adj_physics_step(m, cfg, p, env, h, u, tapes[j], nq_adj.data, nv_adj.data, adj_u, adj_p, aq, av, aw);
     if (st) return st;
-    for (int k = 0; k < m.nq; ++k) aq[k] = nq_adj[k];
-    for (int k = 0; k < m.nv; ++k) av[k] = nv_adj[k];
+    single(m, [&]() MOREAU_LAMBDA {
+      for (int k = 0; k < m.nq; ++k) aq[k] = nq_adj[k];
+      for (int k = 0; k < m.nv; ++k) av[k] = nv_adj[k];
+    });
   }
   return 0;
 }
@@ -435,27 +467,38 @@ MOREAU_HD int adj_advance(const ModelView<S, D>& m, const ContactSettings<S>& cf
   const int n_seg = (n_steps + seg_len - 1) / seg_len;
   int status = input_status(m, q0, v0, u);
   if (status) return status;
-  S cq[kCheckpoints][D::kNq], cv[kCheckpoints][D::kNv];  // each segment's input state
-  for (int k = 0; k < nq; ++k) cq[0][k] = q0[k];
-  for (int k = 0; k < nv; ++k) cv[0][k] = v0[k];
+  TeamArray<D, S[D::kNq], kCheckpoints> cq;  // each segment's input state
+  TeamArray<D, S[D::kNv], kCheckpoints> cv;
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < nq; ++k) cq[0][k] = q0[k];
+    for (int k = 0; k < nv; ++k) cv[0][k] = v0[k];
+  });
   for (int seg = 1; seg < n_seg; ++seg) {
-    for (int k = 0; k < nq; ++k) cq[seg][k] = cq[seg - 1][k];
-    for (int k = 0; k < nv; ++k) cv[seg][k] = cv[seg - 1][k];
+    single(m, [&]() MOREAU_LAMBDA {
+      for (int k = 0; k < nq; ++k) cq[seg][k] = cq[seg - 1][k];
+      for (int k = 0; k < nv; ++k) cv[seg][k] = cv[seg - 1][k];
+    });
     status |= record_steps(m, cfg, p, env, cq[seg], cv[seg], u, tapes, seg_len, 0, no_info<S, D>(),
                            static_cast<StepStats<S>*>(nullptr));
     if (status & kStatusFatal) return status;
   }
-  for (int k = 0; k < rows * nq; ++k) adj_q0[k] = adj_q1[k];
-  for (int k = 0; k < rows * nv; ++k) adj_v0[k] = adj_v1[k];
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = 0; k < rows * nq; ++k) adj_q0[k] = adj_q1[k];
+    for (int k = 0; k < rows * nv; ++k) adj_v0[k] = adj_v1[k];
+  });
   for (int seg = n_seg - 1; seg >= 0; --seg) {
     const int len = mmin(n_steps - seg * seg_len, seg_len);
     for (int b = (len - 1) / n_tapes * n_tapes; b >= 0; b -= n_tapes) {  // block of steps b .. b + count − 1
       const int count = mmin(len - b, n_tapes);
-      S q[D::kNq], v[D::kNv];
-      for (int k = 0; k < nq; ++k) q[k] = cq[seg][k];
-      for (int k = 0; k < nv; ++k) v[k] = cv[seg][k];
-      status |= record_steps(m, cfg, p, env, q, v, u, tapes, b, 0, no_info<S, D>(), static_cast<StepStats<S>*>(nullptr));
-      status |= record_steps(m, cfg, p, env, q, v, u, tapes, count, 1, no_info<S, D>(),
+      TeamArray<D, S, D::kNq> q;
+      TeamArray<D, S, D::kNv> v;
+      single(m, [&]() MOREAU_LAMBDA {
+        for (int k = 0; k < nq; ++k) q[k] = cq[seg][k];
+        for (int k = 0; k < nv; ++k) v[k] = cv[seg][k];
+      });
+      status |= record_steps(m, cfg, p, env, q.data, v.data, u, tapes, b, 0, no_info<S, D>(),
+                             static_cast<StepStats<S>*>(nullptr));
+      status |= record_steps(m, cfg, p, env, q.data, v.data, u, tapes, count, 1, no_info<S, D>(),
                              static_cast<StepStats<S>*>(nullptr));
       if (status & kStatusFatal) return status;
       const int st = adj_recorded(m, cfg, p, env, u, tapes, count, rows, adj_q0, adj_v0, adj_u, adj_p, aw);
@@ -502,12 +545,15 @@ template <class S, class D>
 MOREAU_HD void control_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                             const Batch<S>& b, int env) {
   if (b.status[env] & kStatusFatal) return;
-  S q[D::kNq], v[D::kNv], u[D::kNu];
-  load_env(m, b, env, q, v, u);
-  StepTape<S, D> tape;
-  ContactInfo<S, D> info;
+  TeamArray<D, S, D::kNq> q;
+  TeamArray<D, S, D::kNv> v;
+  TeamArray<D, S, D::kNu> u;
+  single(m, [&]() MOREAU_LAMBDA { load_env(m, b, env, q.data, v.data, u.data); });
+  TeamArray<D, StepTape<S, D>, 1> tape;
+  TeamArray<D, ContactInfo<S, D>, 1> info;
   StepStats<S> stats;
-  store_env(m, cfg, b, env, q, v, advance(m, cfg, p, env, q, v, u, tape, &info, &stats), info, stats);
+  const int status = advance(m, cfg, p, env, q.data, v.data, u.data, tape[0], &info[0], &stats);
+  single(m, [&]() MOREAU_LAMBDA { store_env(m, cfg, b, env, q.data, v.data, status, info[0], stats); });
 }
 
 // Buffers of the pure (stateless) control step and its adjoint, field-major over n_env.
@@ -565,14 +611,17 @@ MOREAU_HD void store_env(const ModelView<S, D>& m, const PureStep<S>& b, int env
 template <class S, class D>
 MOREAU_HD void pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                          const PureStep<S>& b, int env) {
-  S q[D::kNq], v[D::kNv], u[D::kNu];
-  load_env(m, b, env, q, v, u);
+  TeamArray<D, S, D::kNq> q;
+  TeamArray<D, S, D::kNv> v;
+  TeamArray<D, S, D::kNu> u;
+  single(m, [&]() MOREAU_LAMBDA { load_env(m, b, env, q.data, v.data, u.data); });
   int status = b.accumulate ? b.status[env] : 0;
   if (!(status & kStatusFatal)) {
-    StepTape<S, D> tape;
-    status |= advance(m, cfg, p, env, q, v, u, tape, no_info<S, D>(), static_cast<StepStats<S>*>(nullptr));
+    TeamArray<D, StepTape<S, D>, 1> tape;
+    status |= advance(m, cfg, p, env, q.data, v.data, u.data, tape[0], no_info<S, D>(),
+                      static_cast<StepStats<S>*>(nullptr));
   }
-  store_env(m, b, env, q, v, status);
+  single(m, [&]() MOREAU_LAMBDA { store_env(m, b, env, q.data, v.data, status); });
 }
 
 // What adj_pure_step reads of environment env: its input state and action, and each row's seed;
@@ -622,17 +671,61 @@ MOREAU_HD void store_adjoint(const ModelView<S, D>& m, const PureStep<S>& b, int
 template <class S, class D, int kRows = 1>
 MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>& cfg, const Params<S>& p,
                              const PureStep<S>& b, int env, AdjTape<S, D>* tapes, int n_tapes) {
-  S q[D::kNq], v[D::kNv], u[D::kNu], aq1[kRows * D::kNq], av1[kRows * D::kNv], aq0[kRows * D::kNq],
-      av0[kRows * D::kNv], au[kRows * D::kNu];
-  ParamAdjoint<S, D> ap[kRows];
-  load_adjoint(m, b, env, q, v, u, aq1, av1, au, ap);
-  AdjWorkspace<S, D> aw;
+  TeamArray<D, S, D::kNq> q;
+  TeamArray<D, S, D::kNv> v;
+  TeamArray<D, S, D::kNu> u;
+  TeamArray<D, S, kRows * D::kNq> aq1, aq0;
+  TeamArray<D, S, kRows * D::kNv> av1, av0;
+  TeamArray<D, S, kRows * D::kNu> au;
+  TeamArray<D, ParamAdjoint<S, D>, kRows> ap;
+  single(m, [&]() MOREAU_LAMBDA { load_adjoint(m, b, env, q.data, v.data, u.data, aq1.data, av1.data, au.data, ap.data); });
+  TeamArray<D, AdjWorkspace<S, D>, 1> aw;
   // with `accumulate` (a recorded rollout), an environment whose forward failed keeps zero gradients
   const int prior = b.accumulate ? b.status[env] : 0;
   const int status = prior & kStatusFatal ? prior
-                                          : prior | adj_advance(m, cfg, p, env, q, v, u, b.rows, aq0, av0, au, ap,
-                                                                aq1, av1, tapes, n_tapes, aw);
-  store_adjoint(m, b, env, status, aq0, av0, au, ap);
+                                          : prior | adj_advance(m, cfg, p, env, q.data, v.data, u.data, b.rows,
+                                                                aq0.data, av0.data, au.data, ap.data, aq1.data,
+                                                                av1.data, tapes, n_tapes, aw[0]);
+  single(m, [&]() MOREAU_LAMBDA { store_adjoint(m, b, env, status, aq0.data, av0.data, au.data, ap.data); });
+}
+
+// Upper bounds on the team arena (TeamArray) the kernels' entry points take for size class D:
+// every TeamArray of the functions they call counted as if all were held at once, each slice
+// aligned to 16 bytes. tests/team_test.cc checks them against the arena's high-water mark.
+constexpr size_t arena_slice(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+// A physics step's own: free_velocity's, contact_candidates' and contact_solve's.
+template <class S, class D>
+constexpr size_t physics_step_arena_bytes() {
+  return arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(MaskOf<S>)) + arena_slice(sizeof(Transform<S>) * D::kBodies) +
+         arena_slice(sizeof(Vec3<S>) * 3 * D::kActive) + arena_slice(sizeof(Vec3<S>) * D::kActive) +
+         arena_slice(sizeof(bool)) + 2 * arena_slice(sizeof(Vec3<S>) * D::kNv) + arena_slice(sizeof(ContactResult<S>));
+}
+
+// control_step or pure_step: the state, tape and contact information, and a physics step's.
+template <class S, class D>
+constexpr size_t step_arena_bytes() {
+  return arena_slice(sizeof(S) * D::kNq) + arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(S) * D::kNu) +
+         arena_slice(sizeof(StepTape<S, D>)) + arena_slice(sizeof(ContactInfo<S, D>)) + physics_step_arena_bytes<S, D>();
+}
+
+// adj_pure_step with its one tape (the CUDA kernel's) and kRows seeds: its buffers, adj_advance's
+// checkpoints, a physics step's, and the adjoint's (reverse_steps, adj_physics_step,
+// adj_contact_stage, adj_contact_kinematics, rnea_add_acceleration).
+template <class S, class D, int kRows = 1>
+constexpr size_t adjoint_arena_bytes() {
+  constexpr size_t nq = arena_slice(sizeof(S) * D::kNq), nv = arena_slice(sizeof(S) * D::kNv);
+  const size_t pure = arena_slice(sizeof(AdjTape<S, D>)) + nq + nv + arena_slice(sizeof(S) * D::kNu) +
+                      2 * arena_slice(sizeof(S) * kRows * D::kNq) + 2 * arena_slice(sizeof(S) * kRows * D::kNv) +
+                      arena_slice(sizeof(S) * kRows * D::kNu) + arena_slice(sizeof(ParamAdjoint<S, D>) * kRows) +
+                      arena_slice(sizeof(AdjWorkspace<S, D>));
+  const size_t advance = arena_slice(sizeof(S) * D::kNq * kCheckpoints) + arena_slice(sizeof(S) * D::kNv * kCheckpoints) + nq + nv;
+  const size_t backward = nq + nv + nq + 4 * nv +  // reverse_steps, adj_physics_step
+                          arena_slice(sizeof(S) * (D::kRows + 3 * D::kActive) * D::kChain) + 2 * arena_slice(sizeof(S) * D::kRows) +
+                          4 * arena_slice(sizeof(S) * D::kBlocks) + arena_slice(sizeof(bool)) + arena_slice(sizeof(S) * D::kNM) +
+                          arena_slice(sizeof(Transform<S>) * D::kBodies) +                                   // adj_contact_kinematics
+                          arena_slice(sizeof(Motion<S>) * D::kBodies) + arena_slice(sizeof(Force<S>) * D::kBodies);  // rnea_add_acceleration
+  return pure + advance + physics_step_arena_bytes<S, D>() + backward;
 }
 
 // Environment `env` back to the default state: q = qpos0, v = 0, time 0, status 0, and an

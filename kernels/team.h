@@ -6,8 +6,14 @@
 //  - single(m, f): f() once (on a GPU: one lane, the others waiting).
 // An f(i) writes only what is i's (its body's or its row's entries of the scratch) and reads
 // nothing that another i of the same call writes, so that a team may run the i of a call, or
-// the bodies of one depth level, on different lanes at once, with a barrier after each call.
-// The team is the size class's `Team` (Teamed<D, T>), SerialTeam where D names none.
+// the bodies of one depth level, on different lanes at once, with a barrier before and after
+// each call. Every lane runs the code between the calls: it may read the team's scratch (the
+// barrier before the next call keeps a lane from overwriting what another still reads) and
+// write only the lane's own locals (values every lane computes alike). An array that one call writes and another reads is the team's:
+// TeamArray<D, T, N> (a local array on one lane; on a team of lanes, a slice of the team's
+// shared arena, taken on construction and given back on destruction in stack order).
+// The team is the size class's `Team` (Teamed<D, T>), SerialTeam where D names none; the CUDA
+// team layout's is TileTeam (cuda/tile_team.cuh), tests/team_test.cc's ThreadTeam one thread per lane.
 #pragma once
 
 #include <type_traits>
@@ -19,6 +25,12 @@ namespace kern {
 
 // One lane, no barrier: the loops in index order (a body's parent has a lower index).
 struct SerialTeam {
+  template <class T, int N>
+  struct Array {
+    T data[N];
+    MOREAU_HD_SMALL operator T*() { return data; }
+    MOREAU_HD_SMALL operator const T*() const { return data; }
+  };
   template <class S, class F>
   static MOREAU_HD_SMALL void for_each(const ModelArrays<S>&, int n, F&& f) {
     for (int i = 0; i < n; ++i) f(i);
@@ -51,6 +63,10 @@ template <class D>
 struct TeamOf<D, std::void_t<typename D::Team>> {
   using type = typename D::Team;
 };
+
+// N values of T that the team's calls share for the enclosing scope.
+template <class D, class T, int N>
+using TeamArray = typename TeamOf<D>::type::template Array<T, N>;
 
 template <class S, class D, class F>
 MOREAU_HD_SMALL void for_each(const ModelView<S, D>& m, int n, F&& f) {

@@ -12,6 +12,7 @@
 #include "host/backend.h"
 #include "kernels/step.h"
 #include "moreau/model.h"
+#include "support/kernel_params.h"
 #include "support/test_util.h"
 
 namespace moreau {
@@ -131,15 +132,9 @@ void expect_classes_agree(const Model& model) {
   std::vector<S> q(m.nq), v(m.nv, S(0)), u(m.nu), seed_q(m.nq), seed_v(m.nv);
   for (int k = 0; k < m.nq; ++k) q[k] = static_cast<S>(model.qpos0[k]);
   for (int a = 0; a < m.nu; ++a) u[a] = static_cast<S>(model.qpos0[m.actuator_qposadr[a]]);  // hold the pose
-  std::vector<S> kp(model.actuator_kp.begin(), model.actuator_kp.end());
-  std::vector<S> kd(model.actuator_kd.begin(), model.actuator_kd.end());
-  const S zero = 0, mu = S(0.8), kn = S(2e4), kdn = S(-1), zeta = S(1), sk = S(300), gmax = S(0.02);
   // torque rows in both classes' solves: rolling ones where class D holds them
-  const S spin = S(0.02), roll = D::kTorque == 3 ? S(0.01) : S(0);
-  const std::vector<S> ones(m.nu + 1, S(1));  // motor strength; friction-loss, damping, armature scales
-  kern::Params<S> p{{kp.data(), 1}, {kd.data(), 1}, {&zero, 1},       {&mu, 1},         {&kn, 1},
-                    {&kdn, 1},      {&zeta, 1},     {&sk, 1},         {&gmax, 1},       {ones.data(), 1},
-                    {ones.data(), 1}, {&spin, 1},   {&roll, 1},       {ones.data(), 1}, {ones.data(), 1}, {&zero, 1}, {&zero, 1}};
+  const test::OneEnvParams<S> params(model, D::kTorque == 3 ? S(0.01) : S(0));
+  const kern::Params<S> p = params.view();
   // settle on the ground (1 s of hard contact, the pose held), then a random velocity and actions
   const kern::ContactSettings<S> hard{kern::kContactHard, 500, S(1e-6), 1, 1};
   for (int step = 0; step < 50; ++step) {
@@ -175,6 +170,8 @@ void expect_classes_agree(const Model& model) {
 // whose f(i) reads what another i of the same call writes, or that sums a parent's children in
 // another order, gives other values than SerialTeam's index order.
 struct ReverseOrderTeam {
+  template <class T, int N>
+  using Array = kern::SerialTeam::Array<T, N>;
   template <class S, class F>
   static void for_each(const kern::ModelArrays<S>&, int n, F&& f) {
     for (int i = n - 1; i >= 0; --i) f(i);
