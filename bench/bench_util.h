@@ -308,6 +308,7 @@ struct CommonOptions {
   std::vector<ContactMode> contact = {ContactMode::None};
   std::string mujoco_peer = kMujocoPeer;  // "": no second MuJoCo
   std::vector<int> cuda_blocks = {0};     // SimulatorOptions::cuda_block of the CUDA rows (0: the default)
+  std::vector<int> cuda_teams = {0};      // SimulatorOptions::cuda_team of the CUDA rows (0: one thread per env)
 };
 
 // The threads per block a CUDA row ran with.
@@ -342,6 +343,9 @@ inline bool parse_common_option(int argc, char** argv, int& i, CommonOptions& o)
   } else if (a == "--cuda-block") {
     o.cuda_blocks = parse_list(argv[++i], "--cuda-block");
     for (int b : o.cuda_blocks) moreau::cuda_block_threads(b);  // a bad size fails here, not after the CPU rows
+  } else if (a == "--cuda-team") {
+    o.cuda_teams = parse_list(argv[++i], "--cuda-team");
+    for (int t : o.cuda_teams) moreau::cuda_team_lanes(t);
   } else if (a == "--mujoco-peer") {
     o.mujoco_peer = argv[++i];
     if (o.mujoco_peer == "none") o.mujoco_peer.clear();

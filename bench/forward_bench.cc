@@ -73,7 +73,7 @@ void usage() {
       "usage: moreau-bench-forward [--robot FILE] [--envs N,N,...] [--threads K] [--seconds T]\n"
       "                            [--trials N] [--device cpu|cuda|all] [--json-out FILE]\n"
       "                            [--contact none|hard|soft|smooth|hard_smooth_grad|all]\n"
-      "                            [--mujoco-peer PATH|none] [--cuda-block B,B,...]\n"
+      "                            [--mujoco-peer PATH|none] [--cuda-block B,B,...] [--cuda-team T,T]\n"
       "  --envs     default: CPU 1,16,256,4096; CUDA 1024,4096,16384,65536\n"
       "  --threads  CPU threads for the table rows (default all); the MuJoCo comparison uses 1\n"
       "  --seconds  length of one timed run (default 0.5); --trials runs per figure (default 5)\n"
@@ -82,6 +82,8 @@ void usage() {
       "  --mujoco-peer  PATH|none: the second MuJoCo, run between the comparison's trials (default\n"
       "             moreau-mujoco-peer, MuJoCo's current release, when built)\n"
       "  --cuda-block  CUDA threads per block, one row each (default 128; multiples of 32 up to 256)\n"
+      "  --cuda-team  CUDA lanes per environment, one row each: 0 one thread (default), 8 the team\n"
+      "             layout (SimulatorOptions::cuda_team)\n"
       "  --kick     the table's rows start from the settled state with velocities + N(0, 0.5^2)\n"
       "             (feet sliding); the MuJoCo comparison stays standing\n"
       "  --terrain H  the table's rows on a heightfield, heights uniform in +-H m (0: flat, the\n"
@@ -144,6 +146,7 @@ struct Row {
   std::string contact, device, dtype;
   bool kicked = false;
   int threads = 0;  // CPU: threads; CUDA: threads per block
+  int team = 0;     // CUDA: lanes per environment (0: one thread each)
   int n_env = 0;
   std::vector<double> rates;  // env-steps/s of each trial
   int frozen = 0;
@@ -165,7 +168,7 @@ Row bench_moreau(const moreau::Model& model, const moreau::SimulatorOptions& so,
   MoreauRunner r(model, so, kick);
   Row row{moreau::contact_mode_name(so.contact.mode), moreau::device_name(so.device), moreau::dtype_name(so.dtype),
           kick && so.contact.mode != ContactMode::None,
-          so.device == moreau::Device::CUDA ? cuda_block_of(so) : so.n_threads, so.n_env, {}, 0};
+          so.device == moreau::Device::CUDA ? cuda_block_of(so) : so.n_threads, so.cuda_team, so.n_env, {}, 0};
   row.rates = run_trials(r, o, per_reset);
   row.frozen = r.frozen();
   if (so.contact.mode != ContactMode::None) row.iterations = r.max_iterations();
@@ -220,15 +223,18 @@ json row_json(const Row& r) {
   if (r.device == "cpu") {
     j["threads"] = r.threads;
   } else {
+    // the team layout: cuda_block / team environments per block where shared memory allows
+    const int lanes = std::max(r.team, 1), per_block = r.threads / lanes;
     j["launch"] = {{"threads_per_block", r.threads},
-                   {"blocks", (r.n_env + r.threads - 1) / r.threads},
-                   {"envs_per_thread", 1}};
+                   {"lanes_per_env", lanes},
+                   {"blocks_at_most_envs_per_block", (r.n_env + per_block - 1) / per_block}};
   }
   return j;
 }
 
 void print_row(const Row& r) {
-  const std::string threads = std::to_string(r.threads) + (r.device == "cpu" ? "" : "/blk");
+  const std::string threads = std::to_string(r.threads) + (r.device == "cpu" ? "" : "/blk") +
+                              (r.team ? " t" + std::to_string(r.team) : "");
   const std::string note = r.frozen ? " (" + std::to_string(r.frozen) + " envs frozen!)" : "";
   const std::string its = r.iterations >= 0 ? std::to_string(r.iterations) : "-";
   const std::string contact = r.contact + (r.kicked ? " kicked" : "");
@@ -324,19 +330,22 @@ int main(int argc, char** argv) {
       }
       if (cuda) {
         for (const int n : o.envs.empty() ? std::vector<int>{1024, 4096, 16384, 65536} : o.envs)
-          for (const int block : o.cuda_blocks) {
-            moreau::SimulatorOptions so;
-            so.n_env = n;
-            so.device = moreau::Device::CUDA;
-            so.cuda_block = block;
-            so.contact.mode = mode;
-            rows.push_back(bench_moreau(table_model, so, o, per_reset, kick));
-            print_row(rows.back());
-          }
+          for (const int team : o.cuda_teams)
+            for (const int block : o.cuda_blocks) {
+              moreau::SimulatorOptions so;
+              so.n_env = n;
+              so.device = moreau::Device::CUDA;
+              so.cuda_block = block;
+              so.cuda_team = team;
+              so.contact.mode = mode;
+              rows.push_back(bench_moreau(table_model, so, o, per_reset, kick));
+              print_row(rows.back());
+            }
       }
     }
     if (cuda) {
-      std::printf("GPU: %s; launch: one environment per thread, ceil(n_env / threads per block) blocks\n",
+      std::printf("GPU: %s; launch: one environment per thread, ceil(n_env / threads per block) blocks "
+                  "(t8: 8 lanes per environment, its scratch in shared memory)\n",
                   gpu.c_str());
     } else if (o.cuda) {
       std::printf("CUDA: not measured (%s)\n", moreau::cuda_available() ? "not requested" : "no GPU");

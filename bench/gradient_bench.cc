@@ -87,7 +87,7 @@ void usage() {
       "                             [--trials N] [--device cpu|cuda|all] [--json-out FILE]\n"
       "                             [--contact none|hard|soft|smooth|hard_smooth_grad|all] [--horizon H]\n"
       "                             [--memory-envs N] [--centered] [--mujoco-peer PATH|none]\n"
-      "                             [--cuda-block B,B,...]\n"
+      "                             [--cuda-block B,B,...] [--cuda-team T,T]\n"
       "  --envs         default: CPU 1,256,4096; CUDA 4096,16384,65536\n"
       "  --threads      CPU threads for the throughput rows (default all); MuJoCo comparison: 1\n"
       "  --seconds      one timed run (default 0.3); --trials runs per figure (default 5)\n"
@@ -97,7 +97,9 @@ void usage() {
       "  --centered     central differences in mjd_transitionFD (default: forward, like MuJoCo's)\n"
       "  --mujoco-peer  PATH|none: the second MuJoCo's mjd_transitionFD, run between the comparison's\n"
       "                 trials (default moreau-mujoco-peer, MuJoCo's current release, when built)\n"
-      "  --cuda-block   CUDA threads per block, one row each (default 128; multiples of 32 up to 256)");
+      "  --cuda-block   CUDA threads per block, one row each (default 128; multiples of 32 up to 256)\n"
+      "  --cuda-team    CUDA lanes per environment, one row each: 0 one thread (default), 8 the team\n"
+      "                 layout (SimulatorOptions::cuda_team)");
 }
 
 size_t dtype_size(DType dt) { return dt == DType::Float64 ? 8 : 4; }
@@ -256,6 +258,7 @@ class PureRunner {
 struct Row {
   std::string contact, device, dtype;
   int threads = 0, n_env = 0;  // threads: CPU threads, or CUDA threads per block
+  int team = 0;                // CUDA lanes per environment (0: one thread each)
   std::vector<double> fwd, fwdbwd;  // env-steps/s of each trial
   int bad = 0;                      // environments with a fatal / no-gradient status
   double ratio() const { return median(fwd) / median(fwdbwd); }  // time ratio
@@ -270,7 +273,7 @@ Row bench_row(const moreau::Model& model, const moreau::SimulatorOptions& so, co
   calls_per_second(fwd, sync, o.seconds / 4, batch);  // warm-up
   calls_per_second(fb, sync, o.seconds / 4, batch);
   Row row{moreau::contact_mode_name(so.contact.mode), moreau::device_name(so.device), moreau::dtype_name(so.dtype),
-          so.device == Device::CUDA ? cuda_block_of(so) : so.n_threads, so.n_env, {}, {}, 0};
+          so.device == Device::CUDA ? cuda_block_of(so) : so.n_threads, so.n_env, so.cuda_team, {}, {}, 0};
   for (int t = 0; t < o.trials; ++t) {
     row.fwd.push_back(calls_per_second(fwd, sync, o.seconds, batch) * r.env_steps_per_call());
     row.fwdbwd.push_back(calls_per_second(fb, sync, o.seconds, batch) * r.env_steps_per_call());
@@ -280,7 +283,8 @@ Row bench_row(const moreau::Model& model, const moreau::SimulatorOptions& so, co
 }
 
 void print_row(const Row& r) {
-  const std::string threads = std::to_string(r.threads) + (r.device == "cpu" ? "" : "/blk");
+  const std::string threads = std::to_string(r.threads) + (r.device == "cpu" ? "" : "/blk") +
+                              (r.team ? " t" + std::to_string(r.team) : "");
   const bool pass = r.ratio() <= kFwdBwdTargetRatio;
   std::printf("%-16s %-4s %-7s %7s %6d %12.4g %12.4g %11.0f %11.0f %6.2f %4s %3.0f%%/%3.0f%%%s\n", r.contact.c_str(),
               r.device.c_str(), r.dtype.c_str(), threads.c_str(), r.n_env, median(r.fwd), median(r.fwdbwd),
@@ -625,15 +629,17 @@ int main(int argc, char** argv) {
           }
       if (cuda)
         for (const int n : o.envs.empty() ? std::vector<int>{4096, 16384, 65536} : o.envs)
-          for (const int block : o.cuda_blocks) {
-            moreau::SimulatorOptions so;
-            so.n_env = n;
-            so.device = Device::CUDA;
-            so.cuda_block = block;
-            so.contact.mode = mode;
-            rows.push_back(bench_row(model, so, in, o));
-            print_row(rows.back());
-          }
+          for (const int team : o.cuda_teams)
+            for (const int block : o.cuda_blocks) {
+              moreau::SimulatorOptions so;
+              so.n_env = n;
+              so.device = Device::CUDA;
+              so.cuda_block = block;
+              so.cuda_team = team;
+              so.contact.mode = mode;
+              rows.push_back(bench_row(model, so, in, o));
+              print_row(rows.back());
+            }
     }
     if (!cuda) std::printf("CUDA: not measured (%s)\n", moreau::cuda_available() ? "not requested" : "no GPU");
     for (const Row& r : rows) {
@@ -643,6 +649,7 @@ int main(int argc, char** argv) {
                              {"n_env", r.n_env},
                              {"threads", r.device == "cpu" ? json(r.threads) : json(nullptr)},
                              {"threads_per_block", r.device == "cpu" ? json(nullptr) : json(r.threads)},
+                             {"lanes_per_env", r.device == "cpu" ? json(nullptr) : json(std::max(r.team, 1))},
                              {"fwd_env_steps_per_s", median(r.fwd)},
                              {"fwdbwd_env_steps_per_s", median(r.fwdbwd)},
                              {"fwd_ns_per_env_step", 1e9 / median(r.fwd)},

@@ -1,9 +1,12 @@
 // moreau cuda — CUDA backend: one environment per thread, a whole control step (decimation
-// physics steps) per launch with the state kept on chip between physics steps.
+// physics steps) per launch with the state kept on chip between physics steps. With
+// SimulatorOptions::cuda_team the kernels run the team layout instead: a tile of kCudaTeamLanes
+// lanes per environment, its scratch in shared memory (cuda/tile_team.cuh).
 #include <cstdlib>
 #include <type_traits>
 
 #include "cuda/cuda_check.h"
+#include "cuda/tile_team.cuh"
 #include "host/typed_backend.h"
 
 namespace moreau {
@@ -37,6 +40,38 @@ __global__ void MOREAU_FORWARD_BOUNDS pure_step_fwd_kernel(kern::ModelView<S, D>
                                      kern::PureStep<S> io) {
   const int env = blockIdx.x * blockDim.x + threadIdx.x;
   if (env < io.n_env) kern::pure_step(m, cfg, p, io, env);
+}
+
+// The team layout's forward kernels: environment (global thread) / kCudaTeamLanes, its lanes'
+// arena of arena_bytes in the block's dynamic shared memory (TileTeam::shared_bytes).
+template <class D>
+using TileTeamed = kern::Teamed<D, kern::TileTeam<kCudaTeamLanes>>;
+
+template <class S, class D>
+__global__ void control_step_team_kernel(kern::ModelView<S, TileTeamed<D>> m, kern::ContactSettings<S> cfg,
+                                         kern::Params<S> p, kern::Batch<S> b, int k, unsigned arena_bytes) {
+  kern::TileTeam<kCudaTeamLanes>::begin(arena_bytes);
+  const int env = (blockIdx.x * blockDim.x + threadIdx.x) / kCudaTeamLanes;
+  if (env >= b.n_env) return;  // the whole team
+  for (int s = 0; s < k; ++s) kern::control_step(m, cfg, p, b, env);
+}
+
+template <class S, class D>
+__global__ void pure_step_team_kernel(kern::ModelView<S, TileTeamed<D>> m, kern::ContactSettings<S> cfg,
+                                      kern::Params<S> p, kern::PureStep<S> io, unsigned arena_bytes) {
+  kern::TileTeam<kCudaTeamLanes>::begin(arena_bytes);
+  const int env = (blockIdx.x * blockDim.x + threadIdx.x) / kCudaTeamLanes;
+  if (env < io.n_env) kern::pure_step(m, cfg, p, io, env);
+}
+
+template <class S, class D>
+__global__ void pure_step_adj_team_kernel(kern::ModelView<S, TileTeamed<D>> m, kern::ContactSettings<S> cfg,
+                                          kern::Params<S> p, kern::PureStep<S> io, unsigned arena_bytes) {
+  kern::TileTeam<kCudaTeamLanes>::begin(arena_bytes);
+  const int env = (blockIdx.x * blockDim.x + threadIdx.x) / kCudaTeamLanes;
+  if (env >= io.n_env) return;  // the whole team
+  kern::TeamArray<TileTeamed<D>, kern::AdjTape<S, TileTeamed<D>>, 1> tape;  // one: recomputed from checkpoints
+  kern::adj_pure_step(m, cfg, p, io, env, &tape[0], 1);
 }
 
 template <class S, class D>
@@ -146,12 +181,42 @@ class CudaMemory : public Memory {
   cudaStream_t stream_;
 };
 
+// A team-layout launch: kCudaTeamLanes threads per environment, as many environments per block
+// as cuda_block's threads hold and the device's shared memory per block allows (each an arena of
+// arena_bytes: kern::step_arena_bytes, kern::adjoint_arena_bytes), the kernel allowed that much
+// shared memory.
+struct TeamLaunch {
+  int threads, envs_per_block;
+  unsigned arena_bytes;
+  size_t shared_bytes;
+  int blocks(int n_env) const { return (n_env + envs_per_block - 1) / envs_per_block; }
+};
+
+template <class Kernel>
+TeamLaunch team_launch(Kernel kernel, size_t arena_bytes, int block, const char* what) {
+  using Team = kern::TileTeam<kCudaTeamLanes>;
+  const unsigned arena = static_cast<unsigned>(arena_bytes);
+  int dev = 0, optin = 0;
+  MOREAU_CUDA_CHECK(cudaGetDevice(&dev));
+  MOREAU_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  int envs = block / kCudaTeamLanes;
+  while (envs > 1 && Team::shared_bytes(envs, arena) > static_cast<size_t>(optin)) --envs;
+  const size_t bytes = Team::shared_bytes(envs, arena);
+  if (bytes > static_cast<size_t>(optin))
+    throw Error(std::string(what) + " kernel (team layout): one environment's scratch, " + std::to_string(arena) +
+                " bytes, does not fit the " + std::to_string(optin) + " bytes of shared memory a block may have on "
+                "CUDA device " + std::to_string(dev) + "; use cuda_team 0");
+  MOREAU_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return {envs * kCudaTeamLanes, envs, arena, bytes};
+}
+
 class CudaBackend : public TypedBackend<float> {
  public:
   CudaBackend(const Model& model, const SimulatorOptions& options)
       : TypedBackend<float>(model, options, std::make_unique<CudaMemory>(options.cuda_device,
                                                                            static_cast<cudaStream_t>(options.cuda_stream))),
-        block_(cuda_block_threads(options.cuda_block)) {}
+        block_(cuda_block_threads(options.cuda_block)),
+        team_(cuda_team_lanes(options.cuda_team) > 0) {}
 
  protected:
   cudaStream_t stream() { return static_cast<CudaMemory&>(memory()).stream(); }
@@ -161,6 +226,14 @@ class CudaBackend : public TypedBackend<float> {
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
     kern::with_dims(m, rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
+      if (team_) {
+        const auto kernel = control_step_team_kernel<float, D>;
+        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), block_, "step");
+        kernel<<<t.blocks(b.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
+                                                                            cfg, p, b, k, t.arena_bytes);
+        check_launch(kernel, "step", stream());
+        return;
+      }
       control_step_fwd_kernel<float, D><<<blocks(b.n_env), block_, 0, stream()>>>(md, cfg, p, b, k);
       check_launch(control_step_fwd_kernel<float, D>, "step", stream());
     });
@@ -170,9 +243,21 @@ class CudaBackend : public TypedBackend<float> {
                    const kern::Params<float>& p, const kern::PureStep<float>& io, bool adjoint) override {
     kern::with_dims(m, rolling_rows(), [&](const auto& md) {
       using D = typename std::decay_t<decltype(md)>::Dims;
-      if (adjoint) {
+      if (adjoint && team_) {
+        const auto kernel = pure_step_adj_team_kernel<float, D>;
+        const TeamLaunch t = team_launch(kernel, kern::adjoint_arena_bytes<float, D>(), block_, "adjoint");
+        kernel<<<t.blocks(io.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
+                                                                             cfg, p, io, t.arena_bytes);
+        check_launch(kernel, "adjoint", stream());
+      } else if (adjoint) {
         pure_step_adj_kernel<float, D><<<blocks(io.n_env), block_, 0, stream()>>>(md, cfg, p, io);
         check_launch(pure_step_adj_kernel<float, D>, "adjoint", stream());
+      } else if (team_) {
+        const auto kernel = pure_step_team_kernel<float, D>;
+        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), block_, "step_pure");
+        kernel<<<t.blocks(io.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
+                                                                             cfg, p, io, t.arena_bytes);
+        check_launch(kernel, "step_pure", stream());
       } else {
         pure_step_fwd_kernel<float, D><<<blocks(io.n_env), block_, 0, stream()>>>(md, cfg, p, io);
         check_launch(pure_step_fwd_kernel<float, D>, "step_pure", stream());
@@ -199,6 +284,7 @@ class CudaBackend : public TypedBackend<float> {
 
  private:
   int block_;  // threads per block
+  bool team_;  // the team layout
   int32_t* ids_ = nullptr;
   int ids_capacity_ = 0;
 };

@@ -59,6 +59,13 @@ int cuda_block_threads(int cuda_block) {
   return cuda_block > 0 ? cuda_block : kDefaultCudaBlock;
 }
 
+int cuda_team_lanes(int cuda_team) {
+  if (cuda_team != 0 && cuda_team != kCudaTeamLanes)
+    throw Error("Simulator: cuda_team: expected 0 (one thread per environment) or " + std::to_string(kCudaTeamLanes) +
+                " (lanes per environment), got " + std::to_string(cuda_team));
+  return cuda_team;
+}
+
 int max_environments(const Model& model) {
   return INT_MAX / std::max({model.nq, model.nv, model.nu, model.ncon, 1});
 }
@@ -90,7 +97,8 @@ std::unique_ptr<Backend> make_backend(Model model, const SimulatorOptions& o) {
                 std::to_string(o.n_threads));
   if (o.adjoint_tapes < 0)
     throw Error("Simulator: adjoint_tapes: expected >= 1 (or 0 for all), got " + std::to_string(o.adjoint_tapes));
-  cuda_block_threads(o.cuda_block);  // throws on a bad value, whatever the device
+  cuda_block_threads(o.cuda_block);  // throw on a bad value, whatever the device
+  cuda_team_lanes(o.cuda_team);
   if (o.timestep > 0) model.timestep = o.timestep;
   if (o.decimation > 0) model.decimation = o.decimation;
   if (model.hfield_nx != 0 || model.hfield_ny != 0 || !model.hfield_height.empty())  // a model edited by hand

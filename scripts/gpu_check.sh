@@ -9,6 +9,7 @@
 # --prebuilt, both benchmarks built with __launch_bounds__ (forward (256, 4), adjoint (256, 2))
 # beside the default ones (stage bounds); the forward of kicked robots (stage kicked); the forward
 # and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
+# the forward's two layouts (cuda_team 0 and 8) at those sizes and racecheck on the team's;
 # compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
 # 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight
 # Compute on one forward and one adjoint launch. Each stage has a time limit;
@@ -134,6 +135,18 @@ fi
 stage kicked 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 --contact hard,smooth --kick \
   --seconds 0.3 --trials 3 --json-out "$logs/kicked.json"
 envs=16384,262144,1048576
+# the two layouts of the kernels side by side (SimulatorOptions::cuda_team: one thread per
+# environment, or 8 lanes with the scratch in shared memory), then racecheck over the team's
+# shared memory
+stage team 75 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact hard,smooth \
+  --cuda-team 0,8 --seconds 0.3 --trials 3 --json-out "$logs/team.json"
+stage team-gradient 90 "$build/bench/moreau-bench-gradient" --device cuda --envs 16384,262144 --contact hard,smooth \
+  --cuda-team 0,8 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/team_gradient.json"
+racecheck() {
+  timeout -k 5 "$1" compute-sanitizer --tool racecheck --error-exitcode 99 "$build/bench/moreau-bench-forward" \
+    --device cuda --envs 256 --contact hard,smooth --cuda-team 8 --seconds 0.02 --trials 1
+}
+stage racecheck 60 racecheck
 stage forward 150 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard,smooth \
   --json-out "$logs/forward.json"
 # soft contact's substeps make it the slow mode: on the H200 (2026-12-04) all four modes at these
@@ -167,7 +180,10 @@ profile() {
   timeout -k 5 $(($1 / 2)) ncu --kernel-name regex:pure_step_adj --launch-count 1 "${sec[@]}" \
     "$build/bench/moreau-bench-gradient" --device cuda --envs 131072 --seconds 0.02 --trials 1 --contact hard \
     --memory-envs 131072
-  [ "$(grep -c "Section: GPU Speed Of Light" "$logs/ncu.log")" = 2 ]
+  timeout -k 5 $(($1 / 3)) ncu --kernel-name regex:control_step_team --launch-count 1 "${sec[@]}" \
+    "$build/bench/moreau-bench-forward" --device cuda --envs 262144 --contact hard --cuda-team 8 --seconds 0.05 \
+    --trials 1
+  [ "$(grep -c "Section: GPU Speed Of Light" "$logs/ncu.log")" = 3 ]
 }
-stage ncu 90 profile
+stage ncu 120 profile
 finish

@@ -121,6 +121,7 @@ TEST(Boundary, NamesOfValuesOutOfRangeAreUnknownNotGarbage) {
   EXPECT_STREQ(joint_type_name(static_cast<JointType>(42)), "unknown");
   expect_error([] { contact_mode_from_name("rigid"); }, {"contact mode: expected one of", "got 'rigid'"}, "mode name");
   expect_error([] { cuda_block_threads(33); }, {"cuda_block", "got 33"}, "cuda_block_threads");
+  expect_error([] { cuda_team_lanes(3); }, {"cuda_team", "got 3"}, "cuda_team_lanes");
 }
 
 // Where each public function's bad arguments are tested; "-" marks one with nothing to refuse
@@ -132,7 +133,7 @@ const std::set<std::string>& covered() {
       "center_of_mass", "contact_gaps", "lowest_gap", "momentum", "tangent_map", "rnea_derivatives",
       "rnea_derivatives_tangent", "forward_dynamics_derivatives", "forward_dynamics_derivatives_tangent",
       "transition_jacobians", "transition_jacobians_tangent", "device_name", "dtype_name", "contact_mode_name",
-      "contact_mode_from_name", "joint_type_name", "cuda_block_threads",
+      "contact_mode_from_name", "joint_type_name", "cuda_block_threads", "cuda_team_lanes",
       // import.h and model.h: robot_json_test (EveryBadInputNamesSourcePathExpectedAndGot),
       // import_urdf_test, import_mjcf_test, model_compile_test
       "parse_urdf", "parse_urdf_file", "parse_mjcf", "parse_mjcf_file", "compile", "parse_robot_json",

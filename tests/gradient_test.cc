@@ -524,8 +524,8 @@ TEST(StepGradient, FloatAndDoubleGradientsAgree) {
   }
 }
 
-// CUDA vs CPU gradients on 10,000 environments with distinct states, hard contact. The
-// caller buffers of step_adjoint must live on the simulator's device: the state buffers of
+// CUDA vs CPU gradients on 10,000 environments with distinct states, hard contact, in both
+// CUDA layouts (one thread per environment; cuda_team, a team of lanes). The caller buffers of step_adjoint must live on the simulator's device: the state buffers of
 // helper simulators on the same device serve (their get_state reads them back).
 TEST(StepGradient, CudaMatchesCpuOnTenThousandEnvironments) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: moreau built without CUDA or no GPU present";
@@ -544,10 +544,11 @@ TEST(StepGradient, CudaMatchesCpuOnTenThousandEnvironments) {
   }
   for (double& x : wq) x = u(rng);
   for (double& x : wv) x = u(rng);
-  auto gradients = [&](Device device, Vec& gq, Vec& gv, std::vector<int32_t>& status) {
+  auto gradients = [&](Device device, int team, Vec& gq, Vec& gv, std::vector<int32_t>& status) {
     SimulatorOptions o;
     o.n_env = n;
     o.device = device;
+    o.cuda_team = team;
     Simulator sim(model, o), weights(model, o), out(model, o);
     sim.set_state(q.data(), v.data(), n);
     sim.set_action(act.data(), n);
@@ -563,11 +564,14 @@ TEST(StepGradient, CudaMatchesCpuOnTenThousandEnvironments) {
   };
   Vec cq(q.size()), cv(v.size()), gq(q.size()), gv(v.size());
   std::vector<int32_t> sc(n, -1), sg(n, -1);
-  gradients(Device::CPU, cq, cv, sc);
-  gradients(Device::CUDA, gq, gv, sg);
-  ASSERT_TRUE(test::statuses_match(sg, sc, 0.01, "CUDA vs CPU adjoint status"));
-  EXPECT_NEAR_REL(gq, cq, 1e-2, 1e-2, "dL/dq CUDA vs CPU");
-  EXPECT_NEAR_REL(gv, cv, 1e-2, 1e-2, "dL/dv CUDA vs CPU");
+  gradients(Device::CPU, 0, cq, cv, sc);
+  for (const int team : {0, kCudaTeamLanes}) {
+    SCOPED_TRACE(team ? "team layout" : "one thread per environment");
+    gradients(Device::CUDA, team, gq, gv, sg);
+    ASSERT_TRUE(test::statuses_match(sg, sc, 0.01, "CUDA vs CPU adjoint status"));
+    EXPECT_NEAR_REL(gq, cq, 1e-2, 1e-2, "dL/dq CUDA vs CPU");
+    EXPECT_NEAR_REL(gv, cv, 1e-2, 1e-2, "dL/dv CUDA vs CPU");
+  }
 }
 
 }  // namespace

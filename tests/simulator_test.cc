@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -220,6 +221,14 @@ TEST(Validation, BadOptions) {
     expect_error([&] { Simulator s(m, o); }, {"cuda_block", "multiple of 32", "got " + std::to_string(block)},
                  "cuda_block " + std::to_string(block));
   }
+  for (const int team : {-8, 1, 4, 16}) {
+    o = opts(2);
+    o.cuda_team = team;
+    expect_error([&] { Simulator s(m, o); }, {"cuda_team", "got " + std::to_string(team)},
+                 "cuda_team " + std::to_string(team));
+  }
+  EXPECT_EQ(cuda_team_lanes(0), 0);
+  EXPECT_EQ(cuda_team_lanes(kCudaTeamLanes), kCudaTeamLanes);
   EXPECT_EQ(cuda_block_threads(0), kDefaultCudaBlock);
   EXPECT_EQ(cuda_block_threads(32), 32);
   EXPECT_EQ(cuda_block_threads(kMaxCudaBlock), kMaxCudaBlock);
@@ -764,6 +773,55 @@ TEST(Cuda, EveryBlockSizeGivesTheSameBits) {
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < ref.size(); ++i)
       ASSERT_EQ(got[i], ref[i]) << "cuda_block " << block << ", value " << i;
+  }
+}
+
+// The team layout's forward kernels (cuda_team: kCudaTeamLanes lanes per environment, the scratch in
+// shared memory) against the one-thread layout's, every contact mode, five control steps, block
+// sizes with a partial last block. The same operations on every value (tests/team_test.cc shows
+// the bits equal on the CPU's lanes); where the two kernels' fused multiply-adds differ, the
+// CUDA-vs-CPU tests' tolerance applies (and the count of differing values is printed).
+TEST(Cuda, TeamLayoutMatchesTheOneThreadLayout) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: built without CUDA or no GPU present";
+  const Model& m = anymal();
+  const int n = 1000;
+  std::vector<double> q0, v0;
+  random_states(m, n, 2718, q0, v0);
+  for (int e = 0; e < n; ++e) q0[e * m.nq + 2] = 0.6;  // the feet near the ground
+  std::vector<double> act(n * m.nu);
+  for (int e = 0; e < n; ++e)
+    for (int a = 0; a < m.nu; ++a) act[e * m.nu + a] = m.qpos0[m.actuator_qposadr[a]];
+  for (const ContactMode mode : {ContactMode::Hard, ContactMode::Soft, ContactMode::Smooth}) {
+    SCOPED_TRACE(contact_mode_name(mode));
+    auto run = [&](Device dev, DType dtype, int team, int block) {  // after step(5): row-major q, v
+      SimulatorOptions o = opts(n, dtype, 0);
+      o.device = dev;
+      o.cuda_team = team;
+      o.cuda_block = block;
+      o.contact.mode = mode;
+      Simulator sim(m, o);
+      sim.set_state(q0.data(), v0.data(), n);
+      sim.set_action(act.data(), n);
+      sim.step(5);
+      sim.synchronize();
+      std::vector<double> q(n * m.nq), v(n * m.nv);
+      sim.get_state(q.data(), v.data(), n);
+      q.insert(q.end(), v.begin(), v.end());
+      return q;
+    };
+    const auto ref = run(Device::CPU, DType::Float64, 0, 0);
+    const auto one_thread = run(Device::CUDA, DType::Float32, 0, 0);
+    for (const int block : {32, 96, kMaxCudaBlock}) {
+      const auto team = run(Device::CUDA, DType::Float32, kCudaTeamLanes, block);
+      ASSERT_EQ(team.size(), one_thread.size());
+      const auto differ = std::count_if(team.begin(), team.end(), [&, i = size_t(0)](double x) mutable {
+        return x != one_thread[i++];
+      });
+      std::printf("team layout, cuda_block %d: %ld of %zu values differ from the one-thread layout's\n", block,
+                  static_cast<long>(differ), team.size());
+      EXPECT_TRUE(test::near_like_float32(team, one_thread, ref, 1e-3, 1e-3, "team vs one-thread layout"))
+          << "cuda_block " << block;
+    }
   }
 }
 

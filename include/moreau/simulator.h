@@ -80,6 +80,10 @@ inline constexpr int kMaxCudaBlock = 256;
 // The threads per block SimulatorOptions::cuda_block asks for (0: kDefaultCudaBlock); throws
 // moreau::Error unless it is 0 or a multiple of 32 from 32 to kMaxCudaBlock.
 int cuda_block_threads(int cuda_block);
+// Lanes per environment in the CUDA forward kernels' team layout (docs/gpu.md, "The next layout").
+inline constexpr int kCudaTeamLanes = 8;
+// SimulatorOptions::cuda_team checked: 0 or kCudaTeamLanes, else moreau::Error.
+int cuda_team_lanes(int cuda_team);
 
 struct SimulatorOptions {
   int n_env = 1;
@@ -92,6 +96,12 @@ struct SimulatorOptions {
   // of 32 up to kMaxCudaBlock (every kernel launches at that size: cuda/cuda_backend.cu). The
   // best value depends on the GPU and the model: moreau-bench-forward --cuda-block 64,128,256.
   int cuda_block = 0;
+  // CUDA kernels' layout: 0 = one thread per environment, its scratch in local memory;
+  // kCudaTeamLanes = the team layout, that many lanes per environment and its scratch in the
+  // block's shared memory (cuda_block/kCudaTeamLanes environments per block, fewer where the
+  // shared memory runs out: docs/gpu.md). Measured against each other by moreau-bench-forward
+  // and moreau-bench-gradient --cuda-team.
+  int cuda_team = 0;
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
   // CPU adjoint: physics steps whose intermediates it keeps (133 KB each in float64).

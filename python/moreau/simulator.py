@@ -221,6 +221,8 @@ class Simulator:
             control step's; fewer trade memory for recomputation; docs/gradients.md).
         cuda_block: CUDA threads per block, one environment per thread (0 = 128; a multiple of 32
             up to 256; ``moreau-bench-forward --cuda-block`` measures the best).
+        cuda_team: the CUDA kernels' layout: 0, one thread per environment (default); 8, a team
+            of 8 lanes per environment with its scratch in shared memory (docs/gpu.md).
         cuda_stream: a ``torch.cuda.Stream`` or a raw ``cudaStream_t`` (int) that the simulator
             launches on; default: torch's current stream on that device at construction, so
             that torch work and simulator work are ordered without synchronisation.
@@ -239,7 +241,7 @@ class Simulator:
                  speculative: Optional[bool] = None, substeps: Optional[int] = None,
                  condim: Optional[int] = None, n_threads: int = 0,
                  timestep: float = 0.0, decimation: int = 0, adjoint_tapes: int = 0, cuda_block: int = 0,
-                 cuda_stream=None):
+                 cuda_team: int = 0, cuda_stream=None):
         model = load(model)
         try:
             dev = torch.device(device)
@@ -255,6 +257,7 @@ class Simulator:
         o.decimation = as_int("Simulator", "decimation", decimation)
         o.adjoint_tapes = as_int("Simulator", "adjoint_tapes", adjoint_tapes)
         o.cuda_block = as_int("Simulator", "cuda_block", cuda_block)
+        o.cuda_team = as_int("Simulator", "cuda_team", cuda_team)
         if isinstance(contact, ContactOptions):
             c = contact
         else:

@@ -399,6 +399,7 @@ NB_MODULE(_moreau, m) {
       .def_rw("decimation", &SimulatorOptions::decimation)
       .def_rw("adjoint_tapes", &SimulatorOptions::adjoint_tapes)
       .def_rw("cuda_block", &SimulatorOptions::cuda_block)
+      .def_rw("cuda_team", &SimulatorOptions::cuda_team)
       .def_rw("contact", &SimulatorOptions::contact);
 
   // ---- Simulator -------------------------------------------------------------------------

@@ -181,6 +181,8 @@ def _entry_points(sim):
          "adjoint_tapes: expected >= 1 \\(or 0 for all\\), got -3"),
         ("Simulator: cuda_block", lambda: moreau.Simulator(cube, cuda_block=100), moreau.Error,
          "cuda_block: expected a multiple of 32 from 32 to 256 \\(or 0 for 128\\), got 100"),
+        ("Simulator: cuda_team", lambda: moreau.Simulator(cube, cuda_team=4), moreau.Error,
+         "cuda_team: expected 0 \\(one thread per environment\\) or 8 \\(lanes per environment\\), got 4"),
         ("Simulator: cuda_stream on the CPU", lambda: moreau.Simulator(cube, cuda_stream=7), moreau.TensorError,
          "Simulator: argument 'cuda_stream': wrong value: expected None on device 'cpu', got 7"),
         ("Simulator: max_iterations", lambda: moreau.Simulator(cube, max_iterations="many"), moreau.TensorError,
