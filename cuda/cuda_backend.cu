@@ -4,6 +4,7 @@
 // lanes per environment, its scratch in shared memory (cuda/tile_team.cuh).
 #include <cstdlib>
 #include <type_traits>
+#include <unordered_map>
 
 #include "cuda/cuda_check.h"
 #include "cuda/tile_team.cuh"
@@ -183,8 +184,7 @@ class CudaMemory : public Memory {
 
 // A team-layout launch: kCudaTeamLanes threads per environment, as many environments per block
 // as cuda_block's threads hold and the device's shared memory per block allows (each an arena of
-// arena_bytes: kern::step_arena_bytes, kern::adjoint_arena_bytes), the kernel allowed that much
-// shared memory.
+// arena_bytes: kern::step_arena_bytes, kern::adjoint_arena_bytes).
 struct TeamLaunch {
   int threads, envs_per_block;
   unsigned arena_bytes;
@@ -192,35 +192,40 @@ struct TeamLaunch {
   int blocks(int n_env) const { return (n_env + envs_per_block - 1) / envs_per_block; }
 };
 
-template <class Kernel>
-TeamLaunch team_launch(Kernel kernel, size_t arena_bytes, int block, const char* what) {
-  using Team = kern::TileTeam<kCudaTeamLanes>;
-  const unsigned arena = static_cast<unsigned>(arena_bytes);
-  int dev = 0, optin = 0;
-  MOREAU_CUDA_CHECK(cudaGetDevice(&dev));
-  MOREAU_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  int envs = block / kCudaTeamLanes;
-  while (envs > 1 && Team::shared_bytes(envs, arena) > static_cast<size_t>(optin)) --envs;
-  const size_t bytes = Team::shared_bytes(envs, arena);
-  if (bytes > static_cast<size_t>(optin))
-    throw Error(std::string(what) + " kernel (team layout): one environment's scratch, " + std::to_string(arena) +
-                " bytes, does not fit the " + std::to_string(optin) + " bytes of shared memory a block may have on "
-                "CUDA device " + std::to_string(dev) + "; use cuda_team 0");
-  MOREAU_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  return {envs * kCudaTeamLanes, envs, arena, bytes};
-}
-
 class CudaBackend : public TypedBackend<float> {
  public:
   CudaBackend(const Model& model, const SimulatorOptions& options)
       : TypedBackend<float>(model, options, std::make_unique<CudaMemory>(options.cuda_device,
                                                                            static_cast<cudaStream_t>(options.cuda_stream))),
         block_(cuda_block_threads(options.cuda_block)),
-        team_(cuda_team_lanes(options.cuda_team) > 0) {}
+        team_(cuda_team_lanes(options.cuda_team) > 0),
+        device_(options.cuda_device) {
+    if (team_) MOREAU_CUDA_CHECK(cudaDeviceGetAttribute(&shared_optin_, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
+  }
 
  protected:
   cudaStream_t stream() { return static_cast<CudaMemory&>(memory()).stream(); }
   int blocks(int n) const { return (n + block_ - 1) / block_; }
+
+  // The team-layout launch of `kernel`, worked out on its first launch: the environments per
+  // block, and the kernel allowed that much dynamic shared memory (cudaFuncSetAttribute).
+  template <class Kernel>
+  TeamLaunch team_launch(Kernel kernel, size_t arena_bytes, const char* what) {
+    const void* key = reinterpret_cast<const void*>(kernel);
+    if (const auto it = team_launches_.find(key); it != team_launches_.end()) return it->second;
+    using Team = kern::TileTeam<kCudaTeamLanes>;
+    const unsigned arena = static_cast<unsigned>(arena_bytes);
+    const size_t optin = static_cast<size_t>(shared_optin_);
+    int envs = block_ / kCudaTeamLanes;
+    while (envs > 1 && Team::shared_bytes(envs, arena) > optin) --envs;
+    const size_t bytes = Team::shared_bytes(envs, arena);
+    if (bytes > optin)
+      throw Error(std::string(what) + " kernel (team layout): one environment's scratch, " + std::to_string(arena) +
+                  " bytes, does not fit the " + std::to_string(optin) + " bytes of shared memory a block may have on "
+                  "CUDA device " + std::to_string(device_) + "; use cuda_team 0");
+    MOREAU_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    return team_launches_[key] = {envs * kCudaTeamLanes, envs, arena, bytes};
+  }
 
   void launch_step(const kern::ModelView<float>& m, const kern::ContactSettings<float>& cfg,
                    const kern::Params<float>& p, const kern::Batch<float>& b, int k) override {
@@ -228,7 +233,7 @@ class CudaBackend : public TypedBackend<float> {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (team_) {
         const auto kernel = control_step_team_kernel<float, D>;
-        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), block_, "step");
+        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), "step");
         kernel<<<t.blocks(b.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
                                                                             cfg, p, b, k, t.arena_bytes);
         check_launch(kernel, "step", stream());
@@ -245,7 +250,7 @@ class CudaBackend : public TypedBackend<float> {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (adjoint && team_) {
         const auto kernel = pure_step_adj_team_kernel<float, D>;
-        const TeamLaunch t = team_launch(kernel, kern::adjoint_arena_bytes<float, D>(), block_, "adjoint");
+        const TeamLaunch t = team_launch(kernel, kern::adjoint_arena_bytes<float, D>(), "adjoint");
         kernel<<<t.blocks(io.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
                                                                              cfg, p, io, t.arena_bytes);
         check_launch(kernel, "adjoint", stream());
@@ -254,7 +259,7 @@ class CudaBackend : public TypedBackend<float> {
         check_launch(pure_step_adj_kernel<float, D>, "adjoint", stream());
       } else if (team_) {
         const auto kernel = pure_step_team_kernel<float, D>;
-        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), block_, "step_pure");
+        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), "step_pure");
         kernel<<<t.blocks(io.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
                                                                              cfg, p, io, t.arena_bytes);
         check_launch(kernel, "step_pure", stream());
@@ -285,6 +290,9 @@ class CudaBackend : public TypedBackend<float> {
  private:
   int block_;  // threads per block
   bool team_;  // the team layout
+  int device_;
+  int shared_optin_ = 0;  // the device's shared memory per block, bytes (the team layout)
+  std::unordered_map<const void*, TeamLaunch> team_launches_;  // per kernel
   int32_t* ids_ = nullptr;
   int ids_capacity_ = 0;
 };
