@@ -12,16 +12,13 @@
 #include "host/backend.h"
 #include "kernels/step.h"
 #include "moreau/model.h"
-#include "support/kernel_params.h"
+#include "support/one_env.h"
 #include "support/test_util.h"
 
 namespace moreau {
 namespace {
 
-template <class S>
-kern::ModelView<S> view_of(const PackedModel<S>& packed) {
-  return packed.view(packed.reals.data(), packed.ints.data());
-}
+using test::view_of;
 
 const char* chosen_class(const Model& model, bool rolling = false) {
   PackedModel<double> packed(model);
@@ -80,45 +77,16 @@ TEST(Dims, EachModelRunsInTheSmallestClassItFits) {
                 "kActive = min(points, kMaxActive)");
 }
 
-// One control step and its adjoint of one environment in size class D.
-template <class S>
-struct Run {
-  std::vector<S> q_out, v_out, adj_q, adj_v, adj_u, adj_friction;
-  int status = 0, adj_status = 0;
-};
-
+// One pure step and its adjoint of one environment in size class D, from (q, v, u).
 template <class S, class D>
-Run<S> run(const kern::ModelView<S>& full, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
-              const std::vector<S>& q, const std::vector<S>& v, const std::vector<S>& u, const std::vector<S>& seed_q,
-              const std::vector<S>& seed_v) {
+test::OneEnvBatch<S> run(const kern::ModelView<S>& full, const kern::ContactSettings<S>& cfg, const kern::Params<S>& p,
+                         const std::vector<S>& q, const std::vector<S>& v, const std::vector<S>& u) {
   const kern::ModelView<S, D> m{full};
-  Run<S> r;
-  r.q_out.resize(m.nq);
-  r.v_out.resize(m.nv);
-  r.adj_q.resize(m.nq);
-  r.adj_v.resize(m.nv);
-  r.adj_u.resize(m.nu);
-  r.adj_friction.resize(1);
-  kern::PureStep<S> io{};
-  io.n_env = 1;
-  io.rows = 1;
-  io.q_in = q.data();
-  io.v_in = v.data();
-  io.action = u.data();
-  io.q_out = r.q_out.data();
-  io.v_out = r.v_out.data();
-  io.status = &r.status;
-  kern::pure_step(m, cfg, p, io, 0);
-  io.adj_q_out = seed_q.data();
-  io.adj_v_out = seed_v.data();
-  io.adj_q_in = r.adj_q.data();
-  io.adj_v_in = r.adj_v.data();
-  io.adj_action = r.adj_u.data();
-  io.adj_friction = r.adj_friction.data();
-  io.status = &r.adj_status;
+  test::OneEnvBatch<S> r(full, q.data(), v.data(), u.data());
+  kern::pure_step(m, cfg, p, r.pure(), 0);
   const int n_tapes = m.decimation * cfg.substeps;
   auto tapes = std::make_unique<kern::AdjTape<S, D>[]>(n_tapes);
-  kern::adj_pure_step(m, cfg, p, io, 0, tapes.get(), n_tapes);
+  kern::adj_pure_step(m, cfg, p, r.pure(), 0, tapes.get(), n_tapes);
   return r;
 }
 
@@ -129,7 +97,7 @@ void expect_classes_agree(const Model& model) {
   const kern::ModelView<S> m = view_of(packed);
   std::mt19937 rng(7);
   std::normal_distribution<double> n01;
-  std::vector<S> q(m.nq), v(m.nv, S(0)), u(m.nu), seed_q(m.nq), seed_v(m.nv);
+  std::vector<S> q(m.nq), v(m.nv, S(0)), u(m.nu);
   for (int k = 0; k < m.nq; ++k) q[k] = static_cast<S>(model.qpos0[k]);
   for (int a = 0; a < m.nu; ++a) u[a] = static_cast<S>(model.qpos0[m.actuator_qposadr[a]]);  // hold the pose
   // torque rows in both classes' solves: rolling ones where class D holds them
@@ -138,29 +106,27 @@ void expect_classes_agree(const Model& model) {
   // settle on the ground (1 s of hard contact, the pose held), then a random velocity and actions
   const kern::ContactSettings<S> hard{kern::kContactHard, 500, S(1e-6), 1, 1};
   for (int step = 0; step < 50; ++step) {
-    const Run<S> r = run<S, MaxDims>(m, hard, p, q, v, u, q, v);
-    ASSERT_EQ(r.status, 0);
+    const auto r = run<S, MaxDims>(m, hard, p, q, v, u);
+    ASSERT_EQ(r.status[0], 0);
     q = r.q_out;
     v = r.v_out;
   }
   for (auto& x : v) x = static_cast<S>(0.3 * n01(rng));
   for (auto& x : u) x += static_cast<S>(0.1 * n01(rng));
-  for (auto& x : seed_q) x = static_cast<S>(n01(rng));
-  for (auto& x : seed_v) x = static_cast<S>(n01(rng));
   for (int mode : {kern::kContactHard, kern::kContactSoft, kern::kContactSmooth, kern::kContactHardSmoothGrad}) {
     SCOPED_TRACE(mode);
     const kern::ContactSettings<S> cfg{mode, 500, S(1e-6), 1, mode == kern::kContactSoft ? 4 : 1};
-    const auto small = run<S, D>(m, cfg, p, q, v, u, seed_q, seed_v);
-    const auto max = run<S, MaxDims>(m, cfg, p, q, v, u, seed_q, seed_v);
+    const auto small = run<S, D>(m, cfg, p, q, v, u);
+    const auto max = run<S, MaxDims>(m, cfg, p, q, v, u);
     EXPECT_EQ(small.status, max.status);
-    EXPECT_EQ(small.adj_status, max.adj_status);
     EXPECT_EQ(small.q_out, max.q_out);
     EXPECT_EQ(small.v_out, max.v_out);
     EXPECT_EQ(small.adj_q, max.adj_q);
     EXPECT_EQ(small.adj_v, max.adj_v);
     EXPECT_EQ(small.adj_u, max.adj_u);
-    EXPECT_EQ(small.adj_friction, max.adj_friction);
-    EXPECT_NE(small.adj_friction[0], S(0)) << "no contact force: the test state is not in contact";
+    EXPECT_EQ(small.adj_mu, max.adj_mu);
+    EXPECT_TRUE(small == max) << "another buffer differs";
+    EXPECT_NE(small.adj_mu[0], S(0)) << "no contact force: the test state is not in contact";
     EXPECT_NE(small.q_out, q);
   }
 }

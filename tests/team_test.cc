@@ -25,7 +25,7 @@
 #include "host/backend.h"
 #include "kernels/step.h"
 #include "moreau/model.h"
-#include "support/kernel_params.h"
+#include "support/one_env.h"
 #include "support/test_util.h"
 
 namespace moreau {
@@ -152,11 +152,6 @@ struct ThreadTeam {
   }
 };
 
-template <class S>
-kern::ModelView<S> view_of(const PackedModel<S>& packed) {
-  return packed.view(packed.reals.data(), packed.ints.data());
-}
-
 // The inputs of the stages: a random state, accelerations and adjoint seeds.
 template <class S>
 struct Inputs {
@@ -231,7 +226,7 @@ template <class S, class D, int T>
 void expect_team_gives_serial_bits(const Model& model, S roll, bool terrain) {
   using TeamD = kern::Teamed<D, ThreadTeam<T>>;
   PackedModel<S> packed(model);
-  const kern::ModelView<S> full = view_of(packed);
+  const kern::ModelView<S> full = test::view_of(packed);
   const kern::ModelView<S, D> serial{full};
   const kern::ModelView<S, TeamD> team{full};
   for (unsigned seed = 1; seed <= 5; ++seed) {
@@ -292,63 +287,6 @@ int control_step(const kern::ModelView<S, D>& m, const kern::ContactSettings<S>&
   return kern::advance(m, cfg, p, 0, x.q, x.v, x.u, x.tape, &x.info, &x.stats);
 }
 
-// The buffers of a batch of one environment, from a state; control_step steps it in place,
-// pure_step from it into q_out, v_out.
-template <class S>
-struct OneEnvBatch {
-  std::vector<S> q, v, action, time{0}, gap, impulse, residual{0}, q_out, v_out;
-  std::vector<int> status{0}, active, iterations{0};
-  // the adjoint: seeds, then the gradients of the input state, action and parameters
-  std::vector<S> seed_q, seed_v, adj_q, adj_v, adj_u, adj_kp, adj_kd, adj_mass{0}, adj_mu{0}, adj_kn{0}, adj_k{0};
-  template <class St>
-  OneEnvBatch(const kern::ModelArrays<S>& m, const St& x)
-      : q(x.q, x.q + m.nq), v(x.v, x.v + m.nv), action(x.u, x.u + m.nu), gap(m.ncon), impulse(m.ncon),
-        q_out(m.nq), v_out(m.nv), active(m.ncon), seed_q(m.nq), seed_v(m.nv), adj_q(m.nq), adj_v(m.nv),
-        adj_u(m.nu), adj_kp(m.nu), adj_kd(m.nu) {
-    std::mt19937 rng(5);
-    std::normal_distribution<double> n01;
-    for (S& y : seed_q) y = static_cast<S>(n01(rng));
-    for (S& y : seed_v) y = static_cast<S>(n01(rng));
-  }
-  kern::Batch<S> view() {
-    return {1, q.data(), v.data(), action.data(), status.data(), time.data(), gap.data(), impulse.data(),
-            active.data(), iterations.data(), residual.data()};
-  }
-  kern::PureStep<S> pure() {
-    kern::PureStep<S> io{};
-    io.n_env = 1;
-    io.rows = 1;
-    io.q_in = q.data();
-    io.v_in = v.data();
-    io.action = action.data();
-    io.q_out = q_out.data();
-    io.v_out = v_out.data();
-    io.status = status.data();
-    io.adj_q_out = seed_q.data();
-    io.adj_v_out = seed_v.data();
-    io.adj_q_in = adj_q.data();
-    io.adj_v_in = adj_v.data();
-    io.adj_action = adj_u.data();
-    io.adj_kp = adj_kp.data();
-    io.adj_kd = adj_kd.data();
-    io.adj_added_base_mass = adj_mass.data();
-    io.adj_friction = adj_mu.data();
-    io.adj_contact_kn = adj_kn.data();
-    io.adj_smooth_k = adj_k.data();
-    return io;
-  }
-  bool operator==(const OneEnvBatch& o) const {  // bit for bit
-    auto same = [](const auto& a, const auto& b) {
-      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
-    };
-    return same(q, o.q) && same(v, o.v) && same(time, o.time) && same(gap, o.gap) && same(impulse, o.impulse) &&
-           same(residual, o.residual) && same(q_out, o.q_out) && same(v_out, o.v_out) && same(status, o.status) &&
-           same(active, o.active) && same(iterations, o.iterations) && same(adj_q, o.adj_q) &&
-           same(adj_v, o.adj_v) && same(adj_u, o.adj_u) && same(adj_kp, o.adj_kp) && same(adj_kd, o.adj_kd) &&
-           same(adj_mass, o.adj_mass) && same(adj_mu, o.adj_mu) && same(adj_kn, o.adj_kn) && same(adj_k, o.adj_k);
-  }
-};
-
 // A control step and its adjoint (every contact mode) on T lanes against the one-lane team, from
 // a state settled on the ground (1 s of hard contact, the pose held) with a random velocity and
 // actions: advance's state, tape and contact information; control_step's, pure_step's and
@@ -358,7 +296,7 @@ template <class S, class D, int T>
 void expect_team_steps_serial_bits(const Model& model, S roll) {
   using TeamD = kern::Teamed<D, ThreadTeam<T>>;
   PackedModel<S> packed(model);
-  const kern::ModelView<S> full = view_of(packed);
+  const kern::ModelView<S> full = test::view_of(packed);
   const kern::ModelView<S, D> serial{full};
   const kern::ModelView<S, TeamD> team{full};
   const test::OneEnvParams<S> params(model, roll);
@@ -397,12 +335,13 @@ void expect_team_steps_serial_bits(const Model& model, S roll) {
     EXPECT_EQ(want->stats.iterations, g.stats.iterations);
     EXPECT_TRUE(same_bits(want->stats.residual, g.stats.residual));
     // the kernels' entry points, on a batch of one environment
-    OneEnvBatch<S> serial_batch(full, *start), team_batch(full, *start);
+    test::OneEnvBatch<S> serial_batch(full, start->q, start->v, start->u), team_batch = serial_batch;
     kern::control_step(serial, cfg, p, serial_batch.view(), 0);
     size_t peak = ThreadTeam<T>::run([&](int) { kern::control_step(team, cfg, p, team_batch.view(), 0); });
     EXPECT_TRUE(serial_batch == team_batch) << "control_step";
     EXPECT_LE(peak, (kern::step_arena_bytes<S, D>()));
-    serial_batch = team_batch = OneEnvBatch<S>(full, *start);  // the pure step from the kicked state
+    // the pure step from the kicked state
+    serial_batch = team_batch = test::OneEnvBatch<S>(full, start->q, start->v, start->u);
     kern::pure_step(serial, cfg, p, serial_batch.pure(), 0);
     peak = ThreadTeam<T>::run([&](int) { kern::pure_step(team, cfg, p, team_batch.pure(), 0); });
     EXPECT_TRUE(serial_batch == team_batch) << "pure_step";
@@ -462,7 +401,7 @@ TEST(ThreadTeam, ScratchInTheLanesOwnLocalsIsCaught) {
   using TeamD = kern::Teamed<QuadrupedDims, ThreadTeam<3>>;
   const Model model = anymal();
   PackedModel<double> packed(model);
-  const kern::ModelView<double> full = view_of(packed);
+  const kern::ModelView<double> full = test::view_of(packed);
   const kern::ModelView<double, QuadrupedDims> serial{full};
   const kern::ModelView<double, TeamD> team{full};
   const Inputs<double> in = random_inputs(model, full, false, 3);
