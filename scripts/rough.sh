@@ -11,7 +11,8 @@
 # (task option body_contacts, legged_gym's shapes; the trunk touching is a fall), evaluated so, and
 # the feet-and-knees SHAC policy evaluated with them too, at the same iteration with --until
 # (results/rough/shac/eval_hard_bodies[_IT].json; its run runs/rough_shac_s0 must hold model_IT.pt).
-# Method ppo_bodies is the PPO above with body_contacts (the one change).
+# Method ppo_bodies is the PPO above with body_contacts (the one change), beside the feet-and-knees
+# PPO policy (results/rough/ppo/policy.pt, its end) evaluated with them (ppo/eval_hard_bodies.json).
 # Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
 # --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
 # Each run takes one core (simulator and torch threads); MOREAU_RUN_THREADS=N gives each N (a run
@@ -58,6 +59,11 @@ if [[ " ${methods[*]} " == *" shac_bodies "* ]]; then  # the feet-and-knees poli
   [ -s "$out/shac/eval_hard_bodies$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
     "$out/shac/policy$suffix.pt" --contact hard --num-envs 500 --task-config '{"body_contacts": true}' \
     --json "$out/shac/eval_hard_bodies$suffix.json" --plot "$out/shac/walk_hard_bodies$suffix.png" --sim-threads 1
+fi
+if [[ " ${methods[*]} " == *" ppo_bodies "* ]]; then  # the feet-and-knees PPO policy with the body shapes
+  [ -s "$out/ppo/eval_hard_bodies.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
+    "$out/ppo/policy.pt" --contact hard --num-envs 500 --task-config '{"body_contacts": true}' \
+    --json "$out/ppo/eval_hard_bodies.json" --plot "$out/ppo/walk_hard_bodies.png" --sim-threads "$threads"
 fi
 flat="$out/flat_shac_walk"
 mkdir -p "$flat"
