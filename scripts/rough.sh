@@ -15,7 +15,7 @@
 # PPO policy (results/rough/ppo/policy.pt, its end) evaluated with them (ppo/eval_hard_bodies.json).
 # Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
 # --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
-# Each run takes one core (simulator and torch threads); MOREAU_RUN_THREADS=N gives each N (a run
+# Each run and evaluation takes one core (simulator and torch threads); MOREAU_RUN_THREADS=N gives each N (a run
 # alone on two cores trains ~1.8x faster; the thread counts change only floating-point reduction
 # order, not the protocol).
 # Usage: bash scripts/rough.sh [--until IT] [shac] [ppo] [shac_bodies] [ppo_bodies]
@@ -58,7 +58,7 @@ if [[ " ${methods[*]} " == *" shac_bodies "* ]]; then  # the feet-and-knees poli
   fi
   [ -s "$out/shac/eval_hard_bodies$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
     "$out/shac/policy$suffix.pt" --contact hard --num-envs 500 --task-config '{"body_contacts": true}' \
-    --json "$out/shac/eval_hard_bodies$suffix.json" --plot "$out/shac/walk_hard_bodies$suffix.png" --sim-threads 1
+    --json "$out/shac/eval_hard_bodies$suffix.json" --plot "$out/shac/walk_hard_bodies$suffix.png" --sim-threads "$threads"
 fi
 if [[ " ${methods[*]} " == *" ppo_bodies "* ]]; then  # the feet-and-knees PPO policy with the body shapes
   [ -s "$out/ppo/eval_hard_bodies.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
@@ -69,4 +69,4 @@ flat="$out/flat_shac_walk"
 mkdir -p "$flat"
 [ -s "$flat/eval_hard.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
   --contact hard --num-envs 500 --task-config '{"terrain": {}, "knee_contacts": true}' --json "$flat/eval_hard.json" \
-  --plot "$flat/walk_hard.png" --sim-threads 1
+  --plot "$flat/walk_hard.png" --sim-threads "$threads"

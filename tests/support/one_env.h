@@ -21,7 +21,6 @@ kern::ModelView<S> view_of(const PackedModel<S>& packed) {
 // One environment's parameters, owned: the model's gains, μ 0.8, soft contact kn 2e4 (kd from
 // ζ = 1), smooth k 300 and g_max 0.02, spin friction 0.02, rolling friction as given, every
 // scale 1, the terrain origin at 0.
-
 template <class S>
 struct OneEnvParams {
   std::vector<S> kp, kd, ones;
