@@ -142,16 +142,20 @@ def test_checkpoints_carry_the_task_resume_and_evaluate(tmp_path):
     assert all(r["lin_vel_error"] > 0 for r in rows) and len({r["lin_vel_error"] for r in rows}) == 3
 
 
-def test_until_stops_a_run_that_a_resume_finishes(tmp_path):
+def test_until_stops_a_run_that_a_resume_finishes(tmp_path, capsys):
     """--until N stops after iteration N with model_N.pt and no model_final.pt; a resume with the
-    same budget goes on to the end."""
+    same budget goes on to the end, and its summary's "initial" is the first part's evaluation of
+    the untrained policy, not one of the resumed policy."""
     log = tmp_path / "ppo"
     args = ["--task", "locomotion", "--iterations", "3", "--num-envs", "4", "--contact", "smooth", "--steps-per-env",
             "4", "--n-threads", "1", "--log-dir", str(log), "--save-interval", "2", "--episode-length-s", "0.2",
-            "--eval-steps", "0", "--resume", "auto"]
+            "--eval-steps", "6", "--resume", "auto"]
     assert main(args + ["--until", "1"]) == 0
     assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt"]
+    first = json.loads(capsys.readouterr().out.split(": initial ")[1].splitlines()[0])
     assert main(args) == 0
+    assert ": initial " not in capsys.readouterr().out  # no second initial evaluation
     assert sorted(f for f in os.listdir(log) if f.endswith(".pt")) == ["model_1.pt", "model_2.pt", "model_final.pt",
                                                                        "policy.pt"]
-    assert json.loads((log / "summary.json").read_text())["samples"] == 3 * 4 * 4
+    summary = json.loads((log / "summary.json").read_text())
+    assert summary["samples"] == 3 * 4 * 4 and summary["initial"] == first and summary["final"] != first

@@ -91,8 +91,9 @@ def train(task: str = "locomotion", iterations: int = 100, num_envs: int = 64, c
     ``model_final.pt`` at the end, with its policy file ``policy.pt`` (the actor alone:
     moreau.trainers.checkpoints.strip_checkpoint); rsl_rl's format, whose ``infos["moreau"]`` carries the task, the
     contact, the task configuration, the training configuration, iterations, environment samples,
-    training seconds and the task's schedule state, so that moreau.evaluation.evaluate rebuilds
-    the task and a resume goes on; also ``log.csv`` (one row per iteration: samples, training seconds,
+    training seconds, the task's schedule state and the initial evaluation, so that
+    moreau.evaluation.evaluate rebuilds the task and a resume goes on (without evaluating again: its
+    "initial" is the run's, of the policy before training); also ``log.csv`` (one row per iteration: samples, training seconds,
     samples/s, rsl_rl's mean return and length of the last 100 episodes, action std, learning
     rate, command scale) and ``summary.json``. ``resume``: a checkpoint to continue from, or
     "auto" (the newest in ``log_dir``; a finished run is not trained again). ``meta``: extra
@@ -149,16 +150,19 @@ def _train(task, iterations, num_envs, contact, device, seed, log_dir, n_threads
                              f"resume training; resume from the run's model_<it>.pt")
         done = runner.load(resume, map_location=str(env.device)).get("moreau", {})
         it, steps, wall = int(done["iteration"]), int(done["env_steps"]), float(done["wall_time"])
+        initial = done.get("initial")  # the run's first evaluation, of the policy before training
         if hasattr(env, "load_schedule_state") and done.get("env_schedule"):
             env.load_schedule_state(done["env_schedule"])
         if verbose:
             print(f"[ppo] resumed from {resume} (iteration {it}, {steps} env steps)", flush=True)
-    initial = evaluate(runner.alg.get_policy(), eval_env, eval_steps) if eval_env is not None else None
-    if verbose:
-        print(f"[ppo] {task} contact={contact} envs={num_envs}: initial {json.dumps(initial)}", flush=True)
+    else:
+        initial = evaluate(runner.alg.get_policy(), eval_env, eval_steps) if eval_env is not None else None
+        if verbose:
+            print(f"[ppo] {task} contact={contact} envs={num_envs}: initial {json.dumps(initial)}", flush=True)
 
     def save(path):
         runner.save(path, infos={"moreau": {**info, "iteration": it, "env_steps": steps, "wall_time": wall,
+                                            "initial": initial,
                                             "env_schedule": env.schedule_state() if hasattr(env, "schedule_state")
                                             else None}})
 
