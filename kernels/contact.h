@@ -72,7 +72,8 @@ MOREAU_HD bool torque_row(int kind) { return kind >= kRowSpin; }
 // A row lives on one chain, or, for a contact between two bodies of the robot (a pair), on two:
 // J = J_a − J_b, stored as two halves, each a point Jacobian on one body's chain (the sign in
 // J_b's values). Half h of row r is at J + (r + h kRows) kChain over the chain of block
-// b + h kBlocks (b = row_block(r)); a block without a second half has nd[b + kBlocks] = 0.
+// b + h kBlocks (b = row_block(r)); a block without a second half has nd[b + kBlocks] = 0 (in a
+// size class that holds no pairs, kPairBlocks = 0, there are no second halves).
 // Everything built from J is linear in it: Y, c = J v, G's blocks and the impulse's velocity sum
 // over the halves, each half on its own chain (block_halves, row_dot, row_axpy, row_add_outer).
 template <class S, class D = MaxDims>
@@ -84,14 +85,15 @@ struct ContactScratch {
   int jq[D::kBlocks];               // its coordinate in q (limits) or its contact (torque rows)
   int jkind[D::kBlocks];            // kRowLower, kRowUpper, kRowFriction, kRowSpin, kRowRoll1 or kRowRoll2
   S jbound[D::kBlocks];             // friction loss: the bound h F; torque rows: μ_spin or μ_roll
-  int nd[D::kBlocks + D::kActive];  // dofs on block b's chain (dof_chain); a pair's second half's at b + kBlocks
-  int dof[(D::kBlocks + D::kActive) * D::kChain];  // the chain root-first: dof[b kChain + t] has dof_depth t
+  int nd[D::kBlocks + D::kPairBlocks];  // dofs on block b's chain (dof_chain); a pair's second half's at b + kBlocks
+  // block b's chain root-first, a slice of the model's M_colind (dof_chain): dof[b][t] has dof_depth t
+  const int* dof[D::kBlocks + D::kPairBlocks];
   S gap[D::kBlocks];                // contacts and limits; a torque row its contact's; 0 for friction loss
   S w[D::kBlocks];                  // smooth gate w(g); 1 otherwise
-  // Row r over its block's chain at J + r kChain: entry t is column dof[t] of J (the row is zero
+  // Row r over its block's chain at J + r kChain: entry t is column dof[b][t] of J (the row is zero
   // off the chain); a pair's second half at J + (r + kRows) kChain.
-  S J[(D::kRows + 3 * D::kActive) * D::kChain];
-  S Y[(D::kRows + 3 * D::kActive) * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chains
+  S J[(D::kRows + D::kPairRows) * D::kChain];
+  S Y[(D::kRows + D::kPairRows) * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chains
   S G[D::kRows * D::kRows];   // Delassus matrix, row stride solve_rows
   S c[D::kRows];
   S P[D::kRows];
@@ -108,7 +110,9 @@ MOREAU_HD int block_size(const ContactScratch<S, D>& cs, int b) { return b < cs.
 // The halves of block b (1, or 2 for a pair); half h's chain is block b + h kBlocks, its rows
 // r + h kRows.
 template <class S, class D>
-MOREAU_HD int block_halves(const ContactScratch<S, D>& cs, int b) { return b < cs.n && cs.nd[b + D::kBlocks] > 0 ? 2 : 1; }
+MOREAU_HD int block_halves(const ContactScratch<S, D>& cs, int b) {
+  return D::kPairBlocks > 0 && b < cs.n && cs.nd[b + D::kBlocks] > 0 ? 2 : 1;
+}
 // A contact's normal or a joint limit: a unilateral row with a gap (the first row of its block).
 template <class S, class D>
 MOREAU_HD bool unilateral(const ContactScratch<S, D>& cs, int b) {
@@ -162,7 +166,7 @@ MOREAU_HD void tangents(const Vec3<S>& n, Vec3<S>& t1, Vec3<S>& t2) {
 template <class S, class D>
 MOREAU_HD void dof_chain(const ModelView<S, D>& m, int d, ContactScratch<S, D>& cs, int i) {
   cs.nd[i] = m.dof_depth[d] + 1;
-  for (int t = 0; t < cs.nd[i]; ++t) cs.dof[i * D::kChain + t] = m.M_colind[m.dof_Madr[d] + t];
+  cs.dof[i] = m.M_colind + m.dof_Madr[d];
 }
 
 // Contact i's chain, on body b: b's last dof (every compiled body moves: fixed bodies are merged),
@@ -175,7 +179,7 @@ MOREAU_HD void contact_chain(const ModelView<S, D>& m, int b, ContactScratch<S, 
 // Σ_t row_t x[dof_t]: a row of contact i (over its chain) times a vector over every dof.
 template <class S, class D>
 MOREAU_HD S chain_dot(const ContactScratch<S, D>& cs, int i, const S* row, const S* x) {
-  const int* dof = cs.dof + i * D::kChain;
+  const int* dof = cs.dof[i];
   S s = 0;
   for (int t = 0; t < cs.nd[i]; ++t) s += row[t] * x[dof[t]];
   return s;
@@ -184,7 +188,7 @@ MOREAU_HD S chain_dot(const ContactScratch<S, D>& cs, int i, const S* row, const
 // x[dof_t] += a row_t: a row of contact i (over its chain) added to a vector over every dof.
 template <class S, class D>
 MOREAU_HD void chain_axpy(const ContactScratch<S, D>& cs, int i, S a, const S* row, S* x) {
-  const int* dof = cs.dof + i * D::kChain;
+  const int* dof = cs.dof[i];
   for (int t = 0; t < cs.nd[i]; ++t) x[dof[t]] += a * row[t];
 }
 
@@ -212,7 +216,7 @@ MOREAU_HD void row_add_outer(const ContactScratch<S, D>& cs, int r, S a, const S
   const int b = row_block(cs, r);
   for (int h = 0; h < block_halves(cs, b); ++h) {
     const int hb = b + h * D::kBlocks;
-    const int* dof = cs.dof + hb * D::kChain;
+    const int* dof = cs.dof[hb];
     S* row = A + (r + h * D::kRows) * D::kChain;
     for (int t = 0; t < cs.nd[hb]; ++t) row[t] += a * x[dof[t]];
   }
@@ -237,7 +241,7 @@ MOREAU_HD void dof_world_columns(const ModelView<S, D>& m, const Workspace<S, D>
 template <class S, class D>
 MOREAU_HD void point_jacobian(const ContactScratch<S, D>& cs, int i, const Vec3<S>* omega, const Vec3<S>* u,
                               const Vec3<S>& p, const Vec3<S>* frame, S* J) {
-  const int* dof = cs.dof + i * D::kChain;
+  const int* dof = cs.dof[i];
   for (int t = 0; t < cs.nd[i]; ++t) {
     const Vec3<S> vp = u[dof[t]] + cross(omega[dof[t]], p);
     for (int r = 0; r < 3; ++r) J[r * D::kChain + t] = dot(frame[r], vp);
@@ -330,8 +334,11 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
     const int k = cs.con[i] - m.ncon;
     contact_chain(m, k < 0 ? m.con_body[cs.con[i]] : m.con_body[m.pair_con[2 * k]], cs, i);
     point_jacobian(cs, i, omega.data, u.data, points[i], frames[i], cs.J + 3 * i * D::kChain);
-    if (k < 0) {
-      cs.nd[i + D::kBlocks] = 0;
+    if (k < 0 || D::kPairBlocks == 0) {  // (fits: no pair in a class without them)
+      if (D::kPairBlocks > 0) {
+        cs.nd[i + D::kBlocks] = 0;
+        cs.dof[i + D::kBlocks] = nullptr;
+      }
       return;
     }
     contact_chain(m, m.con_body[m.pair_con[2 * k + 1]], cs, i + D::kBlocks);
@@ -352,9 +359,10 @@ MOREAU_HD bool contact_candidates(const ModelView<S, D>& m, const Workspace<S, D
         cs.gap[b] = cs.gap[i];
         cs.w[b] = 1;
         cs.nd[b] = cs.nd[i];
+        cs.dof[b] = cs.dof[i];
         S* J = cs.J + block_row(cs, b) * D::kChain;
         const Vec3<S>& axis = frames[i][kind - kRowSpin];
-        for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(axis, omega[cs.dof[b * D::kChain + t] = cs.dof[i * D::kChain + t]]);
+        for (int t = 0; t < cs.nd[i]; ++t) J[t] = dot(axis, omega[cs.dof[i][t]]);
       }
     }
   });
@@ -550,7 +558,7 @@ MOREAU_HD void adj_contact_kinematics(const ModelView<S, D>& m, const Workspace<
 template <int R, class S, class D>
 MOREAU_HD void chain_solve_t(const ModelView<S, D>& m, const S* L, const ContactScratch<S, D>& cs, int i, S* x) {
   constexpr int C = D::kChain;
-  const int* dof = cs.dof + i * C;
+  const int* dof = cs.dof[i];
   for (int t = cs.nd[i] - 1; t >= 0; --t) {
     const S* Lt = L + m.dof_Madr[dof[t]];
     const S inv = Lt[t];  // 1 / L_tt (ltl_factor)
@@ -629,7 +637,7 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
     for (int hi = 0; hi < block_halves(cs, i); ++hi)
       for (int hj = 0; hj < block_halves(cs, j); ++hj) {
         const int bi = i + hi * KB, bj = j + hj * KB;
-        const int *di = cs.dof + bi * C, *dj = cs.dof + bj * C, lim = mmin(cs.nd[bi], cs.nd[bj]);
+        const int *di = cs.dof[bi], *dj = cs.dof[bj], lim = mmin(cs.nd[bi], cs.nd[bj]);
         int shared = 0;
         while (shared < lim && di[shared] == dj[shared]) ++shared;
         const S *Yi = Y + (ri + hi * KR) * C, *Yj = Y + (rj + hj * KR) * C;
@@ -1132,34 +1140,64 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // gradient of the unique velocities. Well conditioned: every pivot of Mᵀ's LU at least 1e-10
 // (float: 1e-4) of the largest. At a switch the contact takes the class of its solution
 // (separated when P_n = 0; sticking unless ‖P_t‖ reaches the cone within 1e-6 relative and the
-// slip velocity is non-zero). adj_pgs_setup does the seed-independent part (γ, the classes, M
-// and the factors of Mᵀ or of M Mᵀ + δ); adj_pgs_solve returns false if neither could be
-// factorised.
+// slip velocity is non-zero). adj_pgs_setup does the seed-independent part (γ, the classes and
+// the factors of Mᵀ or of M Mᵀ + δ); adj_pgs_solve returns false if neither could be
+// factorised. M itself is not kept: its rows are cheap to build again from G, P, γ and the
+// classes (pgs_condition_row), which the least-squares case does.
 template <class S, class D = MaxDims>
 struct PgsAdjoint {
   S gamma[D::kRows];
   int cls[D::kBlocks];
-  S Mt[D::kRows * D::kRows];  // Mᵀ: Mt[s][r] = ∂F_r/∂P_s
   S LU[D::kRows * D::kRows];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
   int piv[D::kRows];
   bool direct;
   bool ok;
 };
 
+// Row r of M = ∂F/∂P into row[0..nr) (pa's γ and classes set).
+template <class S, class D>
+MOREAU_HD void pgs_condition_row(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, const PgsAdjoint<S, D>& pa,
+                                 int r, S* row) {
+  const int n = cs.n, nr = solve_rows(cs);
+  const int i = row_block(cs, r), o = block_row(cs, i), sz = block_size(cs, i), a = r - o;
+  for (int s = 0; s < nr; ++s) row[s] = 0;
+  // += k ∂γ_rb/∂P = k (W ∘ G)_rb, W_rs = 1 within a block and w_j for s in another block j
+  auto add_wg = [&](int rb, S k) {
+    const S* Gr = cs.G + rb * nr;
+    for (int s = 0; s < nr; ++s) row[s] += k * cs.w[row_block(cs, s)] * Gr[s];
+    for (int s = o; s < o + sz; ++s) row[s] += k * (1 - cs.w[i]) * Gr[s];
+  };
+  const bool joint = i >= n;
+  if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
+    row[r] = 1;
+    // a torque row at its bound: P − μ sign(P) P_n = 0
+    if (joint && pa.cls[i] == kSliding && torque_row(cs.jkind[i - n]) && cs.P[r] != 0)
+      row[3 * cs.jq[i - n]] = cs.P[r] > 0 ? -cs.jbound[i - n] : cs.jbound[i - n];
+  } else if (pa.cls[i] == kSticking || a == 0) {
+    add_wg(r, S(1));
+  } else {  // sliding tangent row: P_ta + μ P_n u_a, u = γ_t/‖γ_t‖
+    const S g1 = pa.gamma[o + 1], g2 = pa.gamma[o + 2], gt = msqrt(g1 * g1 + g2 * g2);
+    const S u[2] = {g1 / gt, g2 / gt};
+    const S pn = cs.P[o];
+    row[r] += 1;
+    row[o] += mu * u[a - 1];
+    for (int b = 1; b < 3; ++b)  // μ P_n (1 − u uᵀ)/‖γ_t‖ ∂γ_t/∂P
+      add_wg(o + b, mu * pn * ((a == b ? S(1) : S(0)) - u[a - 1] * u[b - 1]) / gt);
+  }
+}
+
 template <class S, class D>
 MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, PgsAdjoint<S, D>& pa) {
   const int n = cs.n, nr = solve_rows(cs);
   S* gamma = pa.gamma;
-  // γ = (W ∘ G) P + c, W_rs = 1 within a block and w_j for s in another block j
-  S wr[D::kRows];  // w of each row's block
-  for (int s = 0; s < nr; ++s) wr[s] = cs.w[row_block(cs, s)];
+  // γ = (W ∘ G) P + c
   for (int r = 0; r < nr; ++r) {
     const S* Gr = cs.G + r * nr;
     const int b = row_block(cs, r), o = block_row(cs, b), sz = block_size(cs, b);
     S g = cs.c[r], own = 0;
-    for (int s = 0; s < nr; ++s) g += wr[s] * Gr[s] * cs.P[s];
+    for (int s = 0; s < nr; ++s) g += cs.w[row_block(cs, s)] * Gr[s] * cs.P[s];
     for (int s = o; s < o + sz; ++s) own += Gr[s] * cs.P[s];
-    gamma[r] = g + (1 - wr[r]) * own;
+    gamma[r] = g + (1 - cs.w[b]) * own;
   }
   const S tiny = S(1e-12);
   for (int i = 0; i < n; ++i) {
@@ -1175,37 +1213,12 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     pa.cls[n + k] = unilateral(cs, n + k) ? (P > 0 ? kSticking : kSeparated)
                                           : (mabs(P) >= row_bound(cs, k) * (1 - S(1e-6)) ? kSliding : kSticking);
   }
-  for (int r = 0; r < nr; ++r) {
-    const int i = row_block(cs, r), o = block_row(cs, i), sz = block_size(cs, i), a = r - o;
-    S row[D::kRows];
-    for (int s = 0; s < nr; ++s) row[s] = 0;
-    // += k ∂γ_rb/∂P = k (W ∘ G)_rb
-    auto add_wg = [&](int rb, S k) {
-      const S* Gr = cs.G + rb * nr;
-      for (int s = 0; s < nr; ++s) row[s] += k * wr[s] * Gr[s];
-      for (int s = o; s < o + sz; ++s) row[s] += k * (1 - wr[s]) * Gr[s];
-    };
-    const bool joint = i >= n;
-    if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
-      row[r] = 1;
-      // a torque row at its bound: P − μ sign(P) P_n = 0
-      if (joint && pa.cls[i] == kSliding && torque_row(cs.jkind[i - n]) && cs.P[r] != 0)
-        row[3 * cs.jq[i - n]] = cs.P[r] > 0 ? -cs.jbound[i - n] : cs.jbound[i - n];
-    } else if (pa.cls[i] == kSticking || a == 0) {
-      add_wg(r, S(1));
-    } else {  // sliding tangent row: P_ta + μ P_n u_a, u = γ_t/‖γ_t‖
-      const S g1 = gamma[o + 1], g2 = gamma[o + 2], gt = msqrt(g1 * g1 + g2 * g2);
-      const S u[2] = {g1 / gt, g2 / gt};
-      const S pn = cs.P[o];
-      row[r] += 1;
-      row[o] += mu * u[a - 1];
-      for (int b = 1; b < 3; ++b)  // μ P_n (1 − u uᵀ)/‖γ_t‖ ∂γ_t/∂P
-        add_wg(o + b, mu * pn * ((a == b ? S(1) : S(0)) - u[a - 1] * u[b - 1]) / gt);
-    }
-    for (int s = 0; s < nr; ++s) pa.Mt[s * nr + r] = row[s];
-  }
   S* A = pa.LU;
-  for (int k = 0; k < nr * nr; ++k) A[k] = pa.Mt[k];
+  S row[D::kRows], other[D::kRows];
+  for (int r = 0; r < nr; ++r) {  // A = Mᵀ
+    pgs_condition_row(cs, mu, fixed_normal, pa, r, row);
+    for (int s = 0; s < nr; ++s) A[s * nr + r] = row[s];
+  }
   pa.direct = lu_factor(A, pa.piv, nr);
   if (pa.direct) {
     S lo = mabs(A[0]), hi = lo;
@@ -1219,14 +1232,17 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     pa.ok = true;
     return;
   }
-  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k Mt[k][a] Mt[k][c]
-  for (int k = 0; k < nr * nr; ++k) A[k] = 0;
-  for (int k = 0; k < nr; ++k)
-    for (int a = 0; a < nr; ++a) {
-      const S ma = pa.Mt[k * nr + a];
-      if (ma == 0) continue;
-      for (int c = 0; c < nr; ++c) A[a * nr + c] += ma * pa.Mt[k * nr + c];
+  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k M_ak M_ck (symmetric: the terms of entry (c, a) are those of (a, c))
+  for (int a = 0; a < nr; ++a) {
+    pgs_condition_row(cs, mu, fixed_normal, pa, a, row);
+    for (int c = 0; c <= a; ++c) {
+      pgs_condition_row(cs, mu, fixed_normal, pa, c, other);
+      S sum = 0;
+      for (int k = 0; k < nr; ++k)
+        if (row[k] != 0) sum += row[k] * other[k];
+      A[a * nr + c] = A[c * nr + a] = sum;
     }
+  }
   S diag_max = 0;
   for (int a = 0; a < nr; ++a) diag_max = mmax(diag_max, A[a * nr + a]);
   const S delta = diag_max * S(sizeof(S) == 4 ? 1e-7 : 1e-14);
@@ -1244,8 +1260,11 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
   S y[D::kRows];  // Mᵀ y = P̄, or (M Mᵀ + δ) y = M P̄
   for (int a = 0; a < nr; ++a) y[a] = pa.direct ? adj_P[a] : S(0);
   if (!pa.direct)
-    for (int k = 0; k < nr; ++k)
-      for (int a = 0; a < nr; ++a) y[a] += pa.Mt[k * nr + a] * adj_P[k];
+    for (int a = 0; a < nr; ++a) {
+      S row[D::kRows];
+      pgs_condition_row(cs, mu, fixed_normal, pa, a, row);
+      for (int k = 0; k < nr; ++k) y[a] += row[k] * adj_P[k];
+    }
   lu_solve(pa.LU, pa.piv, y, nr);
   // γ̄ = −(∂F/∂γ)ᵀ y; μ̄ from the sliding rows; the given normal impulses get y_n
   for (int r = 0; r < nr; ++r) adj_gamma[r] = 0;
@@ -1398,10 +1417,10 @@ MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v
       }
       cs.gap[a] = cs.gap[i];
       cs.w[a] = 1;
-      for (int h = 0; h < (a < n ? 2 : 1); ++h) {  // a contact's second half too (nd 0 but for a pair)
+      for (int h = 0; h < (a < n && D::kPairBlocks > 0 ? 2 : 1); ++h) {  // a contact's second half too (nd 0 but for a pair)
         const int from = i + h * D::kBlocks, to = a + h * D::kBlocks;
         cs.nd[to] = cs.nd[from];
-        for (int t = 0; t < cs.nd[from]; ++t) cs.dof[to * C + t] = cs.dof[from * C + t];
+        cs.dof[to] = cs.dof[from];
         for (int r = 0; r < sz; ++r)
           for (int t = 0; t < cs.nd[from]; ++t) {
             cs.J[(a0 + r + h * D::kRows) * C + t] = cs.J[(r0 + r + h * D::kRows) * C + t];
@@ -1573,7 +1592,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   });
   if (nr == 0) return 0;
   constexpr int C = D::kChain;
-  TeamArray<D, S, (D::kRows + 3 * D::kActive) * C> adj_J;  // as cs.J
+  TeamArray<D, S, (D::kRows + D::kPairRows) * C> adj_J;  // as cs.J
   TeamArray<D, S, D::kRows> adj_P, adj_gamma;
   TeamArray<D, S, D::kBlocks> adj_w, adj_gap, adj_pn, adj_gnn;
   TeamArray<D, bool, 1> solved;
@@ -1626,7 +1645,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
       const int b = row_block(cs, r);
       const S pa = cs.w[b] * cs.P[r], ga = adj_gamma[r];
       for (int h = 0; h < block_halves(cs, b); ++h) {
-        const int* dof = cs.dof + (b + h * D::kBlocks) * C;
+        const int* dof = cs.dof[b + h * D::kBlocks];
         S* aJ = adj_J + (r + h * D::kRows) * C;
         for (int t = 0; t < cs.nd[b + h * D::kBlocks]; ++t)
           aJ[t] += pa * lambda[dof[t]] + ga * (v_free[dof[t]] + ca.x[dof[t]]);
@@ -1655,7 +1674,7 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
             }
           }
           for (int h = 0; h < block_halves(cs, j); ++h) {
-            const int* dof = cs.dof + (j + h * D::kBlocks) * C;
+            const int* dof = cs.dof[j + h * D::kBlocks];
             for (int a = 0; a < sz; ++a)
               for (int s = 0; s < cs.nd[j + h * D::kBlocks]; ++s)
                 adj_J[(o + a + h * D::kRows) * C + s] += t.c * (t.l[a] * Kr[dof[s]] + t.r[a] * Kl[dof[s]]);

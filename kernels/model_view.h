@@ -101,8 +101,8 @@ struct ModelView : ModelArrays<S> {
 template <class D, class S>
 MOREAU_HD bool fits(const ModelArrays<S>& m, bool rolling = false) {
   return m.nbody <= D::kBodies && m.nv <= D::kNv && m.nq <= D::kNq && m.nu <= D::kNu &&
-         m.ncon + m.npair <= D::kContacts && m.nM <= D::kNM && m.nchain <= D::kChain && m.njrow <= D::kJointRows &&
-         (!rolling || D::kTorque == 3);
+         m.ncon + m.npair <= D::kContacts && (m.npair == 0 || D::kPairBlocks > 0) && m.nM <= D::kNM &&
+         m.nchain <= D::kChain && m.njrow <= D::kJointRows && (!rolling || D::kTorque == 3);
 }
 
 // Calls f(view) with the model's view in the smallest size class it fits, one with room for

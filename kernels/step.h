@@ -721,7 +721,7 @@ constexpr size_t adjoint_arena_bytes() {
                       arena_slice(sizeof(AdjWorkspace<S, D>));
   const size_t advance = arena_slice(sizeof(S) * D::kNq * kCheckpoints) + arena_slice(sizeof(S) * D::kNv * kCheckpoints) + nq + nv;
   const size_t backward = nq + nv + nq + 4 * nv +  // reverse_steps, adj_physics_step
-                          arena_slice(sizeof(S) * (D::kRows + 3 * D::kActive) * D::kChain) + 2 * arena_slice(sizeof(S) * D::kRows) +
+                          arena_slice(sizeof(S) * (D::kRows + D::kPairRows) * D::kChain) + 2 * arena_slice(sizeof(S) * D::kRows) +
                           4 * arena_slice(sizeof(S) * D::kBlocks) + arena_slice(sizeof(bool)) + arena_slice(sizeof(S) * D::kNM) +
                           arena_slice(sizeof(Transform<S>) * D::kBodies) +                                   // adj_contact_kinematics
                           arena_slice(sizeof(Motion<S>) * D::kBodies) + arena_slice(sizeof(Force<S>) * D::kBodies);  // rnea_add_acceleration

@@ -4,9 +4,10 @@
 # each revision (a git worktree; the working tree for "."), without fused multiply-adds
 # (generic x86-64, -ffp-contract=off: with them GCC fuses whichever products a function's shape
 # offers, so bits differ with any change of shape), builds tools/bits/step_bits.cc against each
-# and compares what they write for ANYmal C and for two stacked balls (tools/bits/stacked_balls.xml:
-# a contact between two bodies of the robot): per file (robot, dtype, contact mode, tape
-# schedule) the values that differ and the largest relative difference.
+# and compares what they write for ANYmal C, for two stacked balls (tools/bits/stacked_balls.xml:
+# a contact between two bodies of the robot) and for a box resting on four corners
+# (tools/bits/resting_box.xml: the contact adjoint's least-squares solve): per file (robot, dtype,
+# contact mode, tape schedule) the values that differ and the largest relative difference.
 #
 #   bash scripts/kernel_bits.sh OLD [NEW]   # revisions; NEW defaults to the working tree (.)
 #   MOREAU_BITS_FLAGS=-mfma bash scripts/kernel_bits.sh OLD   # with x86-64-v3's fused multiply-adds
@@ -39,9 +40,10 @@ run_rev() {  # REV -> build/bits/<name>/out
     -DCMAKE_PREFIX_PATH="$b/prefix" > /dev/null
   cmake --build "$b/bits" > /dev/null
   rm -rf "$b/out"
-  mkdir -p "$b/out/anymal_c" "$b/out/stacked_balls"
+  mkdir -p "$b/out/anymal_c" "$b/out/stacked_balls" "$b/out/resting_box"
   "$b/bits/moreau-step-bits" assets/robots/anymal_c.json "$b/out/anymal_c"
   "$b/bits/moreau-step-bits" tools/bits/stacked_balls.xml "$b/out/stacked_balls" 0  # the pair touching
+  "$b/bits/moreau-step-bits" tools/bits/resting_box.xml "$b/out/resting_box"
   echo "$b/out"
 }
 old=$(run_rev "$1")

@@ -168,7 +168,7 @@ TEST(Delassus, ChainRowsEqualTheDenseOnes) {
     for (int r = 0; r < nr; ++r) {
       const int i = r / 3, knee = m.jnt_dofadr[m.con_body[cs->con[i]]];  // the leg's dofs end at the knee
       ASSERT_EQ(cs->nd[i], 9);
-      for (int t = 0; t < 9; ++t) ASSERT_EQ(cs->dof[i * C + t], t < 6 ? t : knee + t - 8) << "contact " << i;
+      for (int t = 0; t < 9; ++t) ASSERT_EQ(cs->dof[i][t], t < 6 ? t : knee + t - 8) << "contact " << i;
       kern::chain_axpy(*cs, i, 1.0, cs->J + r * C, J.data() + r * nv);
       kern::chain_axpy(*cs, i, 1.0, cs->Y + r * C, Y.data() + r * nv);
       std::vector<double> y(J.begin() + r * nv, J.begin() + (r + 1) * nv);

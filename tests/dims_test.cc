@@ -73,8 +73,15 @@ TEST(Dims, EachModelRunsInTheSmallestClassItFits) {
   m.nchain = SmallDims::kChain + 1;
   EXPECT_FALSE(kern::fits<SmallDims>(m));
   EXPECT_TRUE(kern::fits<MaxDims>(m));
+  m = view_of(packed);  // a pair where a point would fit: the quadruped class holds no pairs
+  m.ncon = QuadrupedDims::kContacts - 1;
+  m.npair = 1;
+  EXPECT_FALSE(kern::fits<QuadrupedDims>(m));
+  EXPECT_TRUE(kern::fits<SmallDims>(m));
   static_assert(QuadrupedDims::kActive == 4 && SmallDims::kActive == 8 && MaxDims::kActive == kMaxActive,
                 "kActive = min(points, kMaxActive)");
+  static_assert(QuadrupedDims::kPairRows == 0 && SmallDims::kPairRows == 3 * SmallDims::kActive,
+                "rows for pairs' second halves only in a class that holds pairs");
 }
 
 // One pure step and its adjoint of one environment in size class D, from (q, v, u).
