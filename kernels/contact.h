@@ -1143,10 +1143,11 @@ enum : int { kSeparated = 0, kSticking = 1, kSliding = 2 };
 // slip velocity is non-zero). adj_pgs_setup does the seed-independent part (γ, the classes and
 // the factors of Mᵀ or of M Mᵀ + δ); adj_pgs_solve returns false if neither could be
 // factorised. M itself is not kept: its rows are cheap to build again from G, P, γ and the
-// classes (pgs_condition_row), which the least-squares case does.
+// classes (pgs_condition_row), which the least-squares case does for M Mᵀ (once) and M P̄.
 template <class S, class D = MaxDims>
 struct PgsAdjoint {
   S gamma[D::kRows];
+  S wr[D::kRows];  // w of each row's block
   int cls[D::kBlocks];
   S LU[D::kRows * D::kRows];  // lu_factor of Mᵀ (direct) or of M Mᵀ + δ
   int piv[D::kRows];
@@ -1154,7 +1155,7 @@ struct PgsAdjoint {
   bool ok;
 };
 
-// Row r of M = ∂F/∂P into row[0..nr) (pa's γ and classes set).
+// Row r of M = ∂F/∂P into row[0..nr) (pa's γ, w per row and classes set).
 template <class S, class D>
 MOREAU_HD void pgs_condition_row(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, const PgsAdjoint<S, D>& pa,
                                  int r, S* row) {
@@ -1164,8 +1165,8 @@ MOREAU_HD void pgs_condition_row(const ContactScratch<S, D>& cs, S mu, bool fixe
   // += k ∂γ_rb/∂P = k (W ∘ G)_rb, W_rs = 1 within a block and w_j for s in another block j
   auto add_wg = [&](int rb, S k) {
     const S* Gr = cs.G + rb * nr;
-    for (int s = 0; s < nr; ++s) row[s] += k * cs.w[row_block(cs, s)] * Gr[s];
-    for (int s = o; s < o + sz; ++s) row[s] += k * (1 - cs.w[i]) * Gr[s];
+    for (int s = 0; s < nr; ++s) row[s] += k * pa.wr[s] * Gr[s];
+    for (int s = o; s < o + sz; ++s) row[s] += k * (1 - pa.wr[s]) * Gr[s];
   };
   const bool joint = i >= n;
   if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
@@ -1189,15 +1190,16 @@ MOREAU_HD void pgs_condition_row(const ContactScratch<S, D>& cs, S mu, bool fixe
 template <class S, class D>
 MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_normal, PgsAdjoint<S, D>& pa) {
   const int n = cs.n, nr = solve_rows(cs);
-  S* gamma = pa.gamma;
+  S *gamma = pa.gamma, *wr = pa.wr;
   // γ = (W ∘ G) P + c
+  for (int s = 0; s < nr; ++s) wr[s] = cs.w[row_block(cs, s)];
   for (int r = 0; r < nr; ++r) {
     const S* Gr = cs.G + r * nr;
     const int b = row_block(cs, r), o = block_row(cs, b), sz = block_size(cs, b);
     S g = cs.c[r], own = 0;
-    for (int s = 0; s < nr; ++s) g += cs.w[row_block(cs, s)] * Gr[s] * cs.P[s];
+    for (int s = 0; s < nr; ++s) g += wr[s] * Gr[s] * cs.P[s];
     for (int s = o; s < o + sz; ++s) own += Gr[s] * cs.P[s];
-    gamma[r] = g + (1 - cs.w[b]) * own;
+    gamma[r] = g + (1 - wr[r]) * own;
   }
   const S tiny = S(1e-12);
   for (int i = 0; i < n; ++i) {
@@ -1214,7 +1216,7 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
                                           : (mabs(P) >= row_bound(cs, k) * (1 - S(1e-6)) ? kSliding : kSticking);
   }
   S* A = pa.LU;
-  S row[D::kRows], other[D::kRows];
+  S row[D::kRows];
   for (int r = 0; r < nr; ++r) {  // A = Mᵀ
     pgs_condition_row(cs, mu, fixed_normal, pa, r, row);
     for (int s = 0; s < nr; ++s) A[s * nr + r] = row[s];
@@ -1232,17 +1234,22 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
     pa.ok = true;
     return;
   }
-  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k M_ak M_ck (symmetric: the terms of entry (c, a) are those of (a, c))
-  for (int a = 0; a < nr; ++a) {
-    pgs_condition_row(cs, mu, fixed_normal, pa, a, row);
+  // M Mᵀ + δ I, (M Mᵀ)_ac = Σ_k M_ak M_ck, in place over M: row a's entries c ≤ a from the last
+  // row up (row a kept aside, the rows above it still M's), then the upper triangle mirrored (the
+  // terms of entry (c, a) are those of (a, c))
+  for (int r = 0; r < nr; ++r) pgs_condition_row(cs, mu, fixed_normal, pa, r, A + r * nr);
+  for (int a = nr - 1; a >= 0; --a) {
+    for (int k = 0; k < nr; ++k) row[k] = A[a * nr + k];
     for (int c = 0; c <= a; ++c) {
-      pgs_condition_row(cs, mu, fixed_normal, pa, c, other);
+      const S* Mc = c == a ? row : A + c * nr;
       S sum = 0;
       for (int k = 0; k < nr; ++k)
-        if (row[k] != 0) sum += row[k] * other[k];
-      A[a * nr + c] = A[c * nr + a] = sum;
+        if (row[k] != 0) sum += row[k] * Mc[k];
+      A[a * nr + c] = sum;
     }
   }
+  for (int a = 0; a < nr; ++a)
+    for (int c = a + 1; c < nr; ++c) A[a * nr + c] = A[c * nr + a];
   S diag_max = 0;
   for (int a = 0; a < nr; ++a) diag_max = mmax(diag_max, A[a * nr + a]);
   const S delta = diag_max * S(sizeof(S) == 4 ? 1e-7 : 1e-14);
