@@ -1424,7 +1424,8 @@ MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v
       }
       cs.gap[a] = cs.gap[i];
       cs.w[a] = 1;
-      for (int h = 0; h < (a < n && D::kPairBlocks > 0 ? 2 : 1); ++h) {  // a contact's second half too (nd 0 but for a pair)
+      // a contact's second half too (nd 0 but for a pair) where the class holds pairs
+      for (int h = 0; h < (a < n && D::kPairBlocks > 0 ? 2 : 1); ++h) {
         const int from = i + h * D::kBlocks, to = a + h * D::kBlocks;
         cs.nd[to] = cs.nd[from];
         cs.dof[to] = cs.dof[from];

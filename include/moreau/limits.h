@@ -38,7 +38,8 @@ using MaxDims = Dims<kMaxBodies, kMaxNv, kMaxNq, kMaxNu, kMaxContacts>;
 // kernels' scratch per thread grows with the square of the rows: docs/gpu.md).
 using QuadrupedDims = Dims<13, 18, 19, 12, 4, 117, 9, 12, 1, 0>;
 // The same quadruped with 8 contact points at most (knees or a box's corners), a limit and a
-// friction loss on each leg joint; it also holds the small models (cube, cart-pole, pendulums).
+// friction loss on each leg joint, and pairs; it also holds the small models (cube, cart-pole,
+// pendulums).
 using SmallDims = Dims<13, 18, 19, 12, 8, 117, 9, 24>;
 
 }  // namespace moreau
