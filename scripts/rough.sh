@@ -15,9 +15,9 @@
 # PPO policy (results/rough/ppo/policy.pt, its end) evaluated with them (ppo/eval_hard_bodies.json).
 # Training resumes from the newest checkpoint in runs/rough_<method>_s0 (--resume auto); with
 # --until IT a run stops at that iteration and is evaluated from its checkpoint (policy_<IT>.pt).
-# Each run and evaluation takes one core (simulator and torch threads); MOREAU_RUN_THREADS=N gives each N (a run
-# alone on two cores trains ~1.8x faster; the thread counts change only floating-point reduction
-# order, not the protocol).
+# Each run and evaluation takes one core (simulator and torch threads); MOREAU_RUN_THREADS=N gives
+# each N (a run alone on two cores trains ~1.8x faster; the thread counts change only
+# floating-point reduction order, not the protocol).
 # Usage: bash scripts/rough.sh [--until IT] [shac] [ppo] [shac_bodies] [ppo_bodies]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,19 +31,15 @@ out=results/rough
 mkdir -p runs "$out"
 for method in "${methods[@]}"; do
   run="runs/rough_${method}_s0"
+  task=()  # the _bodies methods: the same recipe with the body shapes
+  [[ $method == *_bodies ]] && task=(--task-config '{"body_contacts": true}')
   case "$method" in
-    shac) python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_rough --seed 0 --logdir "$run" \
-            --sim-threads "$threads" --torch-threads "$threads" --resume auto --no-progress ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
-    shac_bodies) python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_rough --task-config \
-            '{"body_contacts": true}' --seed 0 --logdir "$run" --sim-threads "$threads" --torch-threads "$threads" --resume auto \
-            --no-progress ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
-    ppo) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough --contact hard \
-            --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" --n-threads "$threads" \
-            --torch-threads "$threads" --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
-    ppo_bodies) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough \
-            --task-config '{"body_contacts": true}' --contact hard \
-            --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" --n-threads "$threads" \
-            --torch-threads "$threads" --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
+    shac | shac_bodies) python3 -W ignore::UserWarning -m moreau.trainers.shac --preset walk_rough "${task[@]}" \
+            --seed 0 --logdir "$run" --sim-threads "$threads" --torch-threads "$threads" --resume auto --no-progress \
+            ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
+    ppo | ppo_bodies) python3 -W ignore::UserWarning -m moreau.trainers.ppo --task locomotion --task-preset rough \
+            "${task[@]}" --contact hard --iterations 1500 --num-envs 2048 --save-interval 25 --seed 0 --log-dir "$run" \
+            --n-threads "$threads" --torch-threads "$threads" --resume auto ${until:+--until "$until"} > "$run.out" 2>&1 & ;;
     *) echo "scripts/rough.sh: expected shac, ppo, shac_bodies or ppo_bodies, got '$method'" >&2; exit 2 ;;
   esac
 done
@@ -51,22 +47,22 @@ wait
 for method in "${methods[@]}"; do
   publish_run "runs/rough_${method}_s0" "$out/$method" "$until" --num-envs 500 --sim-threads "$threads"
 done
+# evaluate_hard POLICY DIR NAME TASK_CONFIG: the protocol under hard contact (500 environments) with
+# the task configured so, into DIR/eval_hardNAME.json and DIR/walk_hardNAME.png, unless already there
+evaluate_hard() {
+  [ -s "$2/eval_hard$3.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate "$1" --contact hard \
+    --num-envs 500 --task-config "$4" --json "$2/eval_hard$3.json" --plot "$2/walk_hard$3.png" --sim-threads "$threads"
+}
 if [[ " ${methods[*]} " == *" shac_bodies "* ]]; then  # the feet-and-knees policy on the same terms
   suffix=${until:+_$until}
   if [ -n "$until" ] && [ ! -s "$out/shac/policy$suffix.pt" ]; then
     python3 -m moreau.trainers.checkpoints strip "runs/rough_shac_s0/model_$until.pt" "$out/shac/policy$suffix.pt"
   fi
-  [ -s "$out/shac/eval_hard_bodies$suffix.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
-    "$out/shac/policy$suffix.pt" --contact hard --num-envs 500 --task-config '{"body_contacts": true}' \
-    --json "$out/shac/eval_hard_bodies$suffix.json" --plot "$out/shac/walk_hard_bodies$suffix.png" --sim-threads "$threads"
+  evaluate_hard "$out/shac/policy$suffix.pt" "$out/shac" "_bodies$suffix" '{"body_contacts": true}'
 fi
 if [[ " ${methods[*]} " == *" ppo_bodies "* ]]; then  # the feet-and-knees PPO policy with the body shapes
-  [ -s "$out/ppo/eval_hard_bodies.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate \
-    "$out/ppo/policy.pt" --contact hard --num-envs 500 --task-config '{"body_contacts": true}' \
-    --json "$out/ppo/eval_hard_bodies.json" --plot "$out/ppo/walk_hard_bodies.png" --sim-threads "$threads"
+  evaluate_hard "$out/ppo/policy.pt" "$out/ppo" _bodies '{"body_contacts": true}'
 fi
 flat="$out/flat_shac_walk"
 mkdir -p "$flat"
-[ -s "$flat/eval_hard.json" ] || python3 -W ignore::UserWarning -m moreau.evaluation.evaluate results/shac_walk/policy.pt \
-  --contact hard --num-envs 500 --task-config '{"terrain": {}, "knee_contacts": true}' --json "$flat/eval_hard.json" \
-  --plot "$flat/walk_hard.png" --sim-threads "$threads"
+evaluate_hard results/shac_walk/policy.pt "$flat" "" '{"terrain": {}, "knee_contacts": true}'
