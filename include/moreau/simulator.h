@@ -104,7 +104,8 @@ struct SimulatorOptions {
   int cuda_team = 0;
   double timestep = 0;           // 0 = the model's
   int decimation = 0;            // 0 = the model's
-  // CPU adjoint: physics steps whose intermediates it keeps (133 KB each in float64).
+  // CPU adjoint: physics steps whose intermediates it keeps (each, in float64, 31 KB for ANYmal C,
+  // 121 KB in the small size class, 536 KB in the largest; docs/gradients.md).
   // 0 = every step of a control step, up to 64 (one recompute, for 8 environments at once in
   // SIMD lanes in float32, 4 in float64: docs/cpu.md); k > 0: k per environment, each
   // environment recomputed alone; fewer than the control step's trade memory for time: blocks
