@@ -110,7 +110,29 @@ struct PackedModel {
     for (int i = 0; i < m.nbody; ++i) level_body[level_fill[depth[i]]++] = i;
     for (int i = m.nbody - 1; i >= 0; --i)
       if (m.body_parent[i] >= 0) child_body[child_fill[m.body_parent[i]]++] = i;
+    // the dofs' branches (kernels/dynamics.h, ltl_factor): the roots' block is the dofs up to
+    // the first that has not one child dof; each dof after it whose parent is in that block (or
+    // none) starts a branch, its subtree (contiguous, dofs after their parents); the branches in
+    // descending order, each one's dofs descending
+    std::vector<int> dof_children(m.nv, 0);
+    for (int k = 0; k < m.nv; ++k)
+      if (m.dof_depth[k] > 0) ++dof_children[m.M_colind[m.dof_Madr[k] + m.dof_depth[k] - 1]];
+    branch_first = m.nv;
+    for (int k = 0; k < m.nv; ++k)
+      if (dof_children[k] != 1) {
+        branch_first = k + 1;
+        break;
+      }
+    std::vector<int> branch_adr{0}, branch_dof;
+    for (int k = m.nv - 1; k >= branch_first; --k) {
+      branch_dof.push_back(k);
+      const int depth = m.dof_depth[k];
+      if (depth == 0 || m.M_colind[m.dof_Madr[k] + depth - 1] < branch_first) branch_adr.push_back(int(branch_dof.size()));
+    }
+    nbranch = int(branch_adr.size()) - 1;
     for (const auto* a : {&level_adr, &level_body, &child_adr, &child_body}) ints.insert(ints.end(), a->begin(), a->end());
+    branch_ints = ints.size();
+    for (const auto* a : {&branch_adr, &branch_dof}) ints.insert(ints.end(), a->begin(), a->end());
   }
 
   // A view whose arrays live at `reals_base` / `ints_base` (copies of reals / ints).
@@ -154,13 +176,19 @@ struct PackedModel {
     v.level_body = v.level_adr + nlevel + 1;
     v.child_adr = v.level_body + m.nbody;
     v.child_body = v.child_adr + m.nbody + 1;
+    v.branch_first = branch_first;
+    v.nbranch = nbranch;
+    v.branch_adr = ints_base + branch_ints;
+    v.branch_dof = v.branch_adr + nbranch + 1;
     return v;
   }
 
  private:
   size_t derived = 0;       // offset of the derived arrays in reals
   size_t derived_ints = 0;  // and in ints
+  size_t branch_ints = 0;   // the dofs' branches in ints
   int nlevel = 0;
+  int branch_first = 0, nbranch = 0;
 };
 
 // Where the buffers live: allocation and host <-> device copies.

@@ -297,69 +297,144 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
   });
 }
 
+// The factorisation and its solves run by the dofs' branches (ModelArrays::branch_first,
+// branch_adr, branch_dof): row k's elimination changes the rows of k's ancestors, which are in
+// k's branch or in the roots' block. So each branch eliminates its own rows (a lane each), the
+// roots' rows then take the branches' updates (a lane per row, in descending k as the serial loop
+// gives them), and the roots' block goes last. Every entry sees the serial loop's operations in
+// the serial loop's order: the same bits on any team.
+
+// Is dof k below dof i (i at depth s)?
+template <class S, class D>
+MOREAU_HD bool dof_below(const ModelView<S, D>& m, int k, int i, int s) {
+  return m.dof_depth[k] > s && m.M_colind[m.dof_Madr[k] + s] == i;
+}
+// Branch b's root (its first dof: the last in branch_dof's descending order).
+template <class S, class D>
+MOREAU_HD int branch_root(const ModelView<S, D>& m, int b) {
+  return m.branch_dof[m.branch_adr[b + 1] - 1];
+}
+
+// Row i (dof depth s) after the elimination of row k below it: H_ij −= H_ki H_kj / d_k, j ≤ s.
+template <class S>
+MOREAU_HD void ltl_update(S* Li, const S* Lk, int s, S inv_dk) {
+  const S lki = Lk[s] * inv_dk;
+  for (int t = 0; t <= s; ++t) Li[t] -= lki * Lk[t];
+}
+// Row k's elimination on the rows of its ancestors at depths s0 .. d_k − 1, deepest first;
+// returns 1 / d_k.
+template <class S, class D>
+MOREAU_HD S ltl_eliminate(const ModelView<S, D>& m, S* H, int k, int s0) {
+  const S* Lk = H + m.dof_Madr[k];
+  const int* col = m.M_colind + m.dof_Madr[k];
+  const S inv = S(1) / Lk[m.dof_depth[k]];
+  for (int s = m.dof_depth[k] - 1; s >= s0; --s) ltl_update(H + m.dof_Madr[col[s]], Lk, s, inv);
+  return inv;
+}
+
 // In place H = Lᵀ L in the sparse storage (L_kj ≠ 0 only for j an ancestor dof of k: no
 // fill-in), the diagonal holding 1 / L_kk so that the solves multiply (as MuJoCo keeps D⁻¹).
 // False if H is not positive definite. The elimination runs as Lᵀ D L with a unit L (pivot d_k,
-// H_ij −= H_ki H_kj / d_k), which keeps the square roots off its chain of dependent rows; a
-// last pass scales each row by 1 / √d_k (L_kj = H_kj / √d_k, L_kk = √d_k).
+// H_ij −= H_ki H_kj / d_k, from the last row up), which keeps the square roots off its chain of
+// dependent rows; a last pass scales each row by 1 / √d_k (L_kj = H_kj / √d_k, L_kk = √d_k).
 template <class S, class D>
 MOREAU_HD MaskOf<S> ltl_factor(const ModelView<S, D>& m, S* H) {
-  MaskOf<S> ok = S(1) > S(0);  // true (in every lane)
-  for (int k = m.nv - 1; k >= 0; --k) {
-    const S* Lk = H + m.dof_Madr[k];
-    const int dk = m.dof_depth[k];
-    const S d = Lk[dk];
-    ok = ok & (d > S(0));  // (false for NaN)
-    const S inv = S(1) / d;
-    // H_ij −= H_ki H_kj / d_k for every ancestor i of k (depth s) and every ancestor j of i
-    // (depth t ≤ s): row i's first s + 1 entries, against row k's
-    const int* col = m.M_colind + m.dof_Madr[k];
-    for (int s = dk - 1; s >= 0; --s) {
-      S* Li = H + m.dof_Madr[col[s]];
-      const S lki = Lk[s] * inv;
-      for (int t = 0; t <= s; ++t) Li[t] -= lki * Lk[t];
-    }
-  }
-  for (int k = 0; k < m.nv; ++k) {
+  TeamArray<D, S, D::kNv> inv;  // 1 / d_k of the branches' dofs
+  TeamArray<D, MaskOf<S>, 1> ok;
+  for_each(m, m.nbranch, [&](int b) MOREAU_LAMBDA {
+    const int s0 = m.dof_depth[branch_root(m, b)];
+    for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) inv[m.branch_dof[e]] = ltl_eliminate(m, H, m.branch_dof[e], s0);
+  });
+  for_each(m, m.branch_first, [&](int i) MOREAU_LAMBDA {
+    const int s = m.dof_depth[i];
+    for (int b = 0; b < m.nbranch; ++b)
+      if (dof_below(m, branch_root(m, b), i, s))
+        for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
+          const int k = m.branch_dof[e];
+          ltl_update(H + m.dof_Madr[i], H + m.dof_Madr[k], s, inv[k]);
+        }
+  });
+  single(m, [&]() MOREAU_LAMBDA {
+    for (int k = m.branch_first - 1; k >= 0; --k) ltl_eliminate(m, H, k, 0);
+    MaskOf<S> positive = S(1) > S(0);  // every pivot d_k > 0 (false for NaN)
+    for (int k = 0; k < m.nv; ++k) positive = positive & (H[m.dof_Madr[k] + m.dof_depth[k]] > S(0));
+    ok[0] = positive;
+  });
+  for_each(m, m.nv, [&](int k) MOREAU_LAMBDA {
     S* Lk = H + m.dof_Madr[k];
     const int dk = m.dof_depth[k];
-    const S inv = S(1) / msqrt(Lk[dk]);
-    Lk[dk] = inv;
-    for (int t = 0; t < dk; ++t) Lk[t] *= inv;
-  }
-  return ok;
+    const S inv_sqrt = S(1) / msqrt(Lk[dk]);
+    Lk[dk] = inv_sqrt;
+    for (int t = 0; t < dk; ++t) Lk[t] *= inv_sqrt;
+  });
+  return ok[0];
+}
+
+// The solves take the team as their first template argument: SerialTeam (one lane, the
+// default) where a `single` calls them, the size class's team (TeamOf<D>::type) where every lane
+// does.
+
+// Row i's step of x ← L⁻ᵀ x: x_i ← x_i / L_ii, then x_j −= L_ij x_i for i's ancestors j at depths
+// s0 .. d_i − 1.
+template <class S, class D>
+MOREAU_HD void ltl_solve_t_row(const ModelView<S, D>& m, const S* L, S* x, int i, int s0) {
+  const S* Li = L + m.dof_Madr[i];
+  const int* col = m.M_colind + m.dof_Madr[i];
+  const int dep = m.dof_depth[i];
+  const S xi = x[i] *= Li[dep];  // 1 / L_ii
+  for (int t = dep - 1; t >= s0; --t) x[col[t]] -= Li[t] * xi;
 }
 
 // x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.
-template <class S, class D>
+template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
-  for (int i = m.nv - 1; i >= 0; --i) {
-    const S* Li = L + m.dof_Madr[i];
-    const int* col = m.M_colind + m.dof_Madr[i];
-    const int dep = m.dof_depth[i];
-    const S xi = x[i] *= Li[dep];  // 1 / L_ii
-    for (int t = dep - 1; t >= 0; --t) x[col[t]] -= Li[t] * xi;
-  }
+  Team::for_each(m, m.nbranch, [&](int b) MOREAU_LAMBDA {
+    const int s0 = m.dof_depth[branch_root(m, b)];
+    for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) ltl_solve_t_row(m, L, x, m.branch_dof[e], s0);
+  });
+  Team::for_each(m, m.branch_first, [&](int i) MOREAU_LAMBDA {  // the branches' terms, descending k
+    const int s = m.dof_depth[i];
+    S xi = x[i];
+    for (int b = 0; b < m.nbranch; ++b)
+      if (dof_below(m, branch_root(m, b), i, s))
+        for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
+          const int k = m.branch_dof[e];
+          xi -= L[m.dof_Madr[k] + s] * x[k];
+        }
+    x[i] = xi;
+  });
+  Team::single(m, [&]() MOREAU_LAMBDA {
+    for (int i = m.branch_first - 1; i >= 0; --i) ltl_solve_t_row(m, L, x, i, 0);
+  });
 }
 
-// x ← L⁻¹ x (solves L y = x), from the root down.
+// Row i's step of x ← L⁻¹ x: x_i ← (x_i − Σ_j L_ij x_j) / L_ii over i's ancestors j.
 template <class S, class D>
+MOREAU_HD void ltl_solve_l_row(const ModelView<S, D>& m, const S* L, S* x, int i) {
+  const S* Li = L + m.dof_Madr[i];
+  const int* col = m.M_colind + m.dof_Madr[i];
+  const int dep = m.dof_depth[i];
+  S xi = x[i];
+  for (int t = dep - 1; t >= 0; --t) xi -= Li[t] * x[col[t]];
+  x[i] = xi * Li[dep];  // 1 / L_ii
+}
+
+// x ← L⁻¹ x (solves L y = x), from the root down: the roots' block, then each branch.
+template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
-  for (int i = 0; i < m.nv; ++i) {
-    const S* Li = L + m.dof_Madr[i];
-    const int* col = m.M_colind + m.dof_Madr[i];
-    const int dep = m.dof_depth[i];
-    S xi = x[i];
-    for (int t = dep - 1; t >= 0; --t) xi -= Li[t] * x[col[t]];
-    x[i] = xi * Li[dep];  // 1 / L_ii
-  }
+  Team::single(m, [&]() MOREAU_LAMBDA {
+    for (int i = 0; i < m.branch_first; ++i) ltl_solve_l_row(m, L, x, i);
+  });
+  Team::for_each(m, m.nbranch, [&](int b) MOREAU_LAMBDA {
+    for (int e = m.branch_adr[b + 1] - 1; e >= m.branch_adr[b]; --e) ltl_solve_l_row(m, L, x, m.branch_dof[e]);
+  });
 }
 
 // x ← H⁻¹ x = L⁻¹ L⁻ᵀ x with H = Lᵀ L from ltl_factor.
-template <class S, class D>
+template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve(const ModelView<S, D>& m, const S* L, S* x) {
-  ltl_solve_t(m, L, x);
-  ltl_solve_l(m, L, x);
+  ltl_solve_t<Team>(m, L, x);
+  ltl_solve_l<Team>(m, L, x);
 }
 
 }  // namespace kern

@@ -51,6 +51,12 @@ struct ModelArrays {
   const int* level_body;      // (nbody) the bodies by depth, then index
   const int* child_adr;       // (nbody + 1) child_body[child_adr[i] .. child_adr[i + 1]) are body i's children
   const int* child_body;      // (nbody − roots) each body's children, by descending index
+  // the dofs' branches, derived when packed (kernels/dynamics.h, ltl_factor): dofs from
+  // branch_first on make subtrees that share no row of the mass matrix's factor
+  int branch_first;           // the roots' block: dofs 0 .. branch_first − 1
+  int nbranch;
+  const int* branch_adr;      // (nbranch + 1) branch b's dofs: branch_dof[branch_adr[b] .. branch_adr[b + 1])
+  const int* branch_dof;      // (nv − branch_first) the branches by descending index, each one's dofs descending
   const int* jnt_type;        // (nbody)
   const int* jnt_qposadr;     // (nbody)
   const int* jnt_dofadr;      // (nbody)

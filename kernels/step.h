@@ -152,7 +152,6 @@ MOREAU_HD MaskOf<S> free_velocity(const ModelView<S, D>& m, const Params<S>& p, 
   const int nv = m.nv;
   const S c = p.damping_scale.get(env);
   TeamArray<D, S, D::kNv> hD;
-  TeamArray<D, MaskOf<S>, 1> ok;
   single(m, [&]() MOREAU_LAMBDA { integrate(m, q, v, h / 2, qM); });
   body_inertias(m, p.added_base_mass.get(env), ws);
   forward_kinematics(m, qM, ws);
@@ -167,11 +166,9 @@ MOREAU_HD MaskOf<S> free_velocity(const ModelView<S, D>& m, const Params<S>& p, 
     for (int k = 0; k < nv; ++k) dv[k] *= h;
   });
   crba(m, hD.data, ws, p.armature_scale.get(env));
-  single(m, [&]() MOREAU_LAMBDA {
-    ok[0] = ltl_factor(m, ws.H);
-    ltl_solve(m, ws.H, dv);
-  });
-  return ok[0];
+  const MaskOf<S> ok = ltl_factor(m, ws.H);
+  ltl_solve<typename TeamOf<D>::type>(m, ws.H, dv);
+  return ok;
 }
 
 // The intermediates of one physics step, as its adjoint reads them: the input state, q_M, Δv,
@@ -694,10 +691,10 @@ MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>&
 // aligned to 16 bytes. tests/team_test.cc checks them against the arena's high-water mark.
 constexpr size_t arena_slice(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// A physics step's own: free_velocity's, contact_candidates' and contact_solve's.
+// A physics step's own: free_velocity's (with ltl_factor's), contact_candidates' and contact_solve's.
 template <class S, class D>
 constexpr size_t physics_step_arena_bytes() {
-  return arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(MaskOf<S>)) + arena_slice(sizeof(Transform<S>) * D::kBodies) +
+  return 2 * arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(MaskOf<S>)) + arena_slice(sizeof(Transform<S>) * D::kBodies) +
          arena_slice(sizeof(Vec3<S>) * 3 * D::kActive) + arena_slice(sizeof(Vec3<S>) * D::kActive) +
          arena_slice(sizeof(bool)) + 2 * arena_slice(sizeof(Vec3<S>) * D::kNv) + arena_slice(sizeof(ContactResult<S>));
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -183,6 +184,35 @@ TEST(Team, TreeLevelsOfAQuadruped) {
     }
   EXPECT_EQ(m.child_adr[1] - m.child_adr[0], 4);  // the base's four hips
   EXPECT_EQ(m.child_adr[m.nbody], m.nbody - 1);
+}
+
+// The dofs' branches that the mass matrix's factorisation and solves run on their own lanes:
+// every dof from branch_first on once, in descending order, branch by branch, each branch the
+// subtree of a dof whose parent is in the roots' block (or that has none).
+void expect_branches(const std::string& robot, int first, int nbranch) {
+  SCOPED_TRACE(robot);
+  const Model model = load_model(test::asset(robot));
+  PackedModel<double> packed(model);
+  const kern::ModelArrays<double> m = view_of(packed);
+  EXPECT_EQ(m.branch_first, first);
+  ASSERT_EQ(m.nbranch, nbranch);
+  std::vector<int> listed, want;
+  for (int b = 0; b < m.nbranch; ++b) {
+    const int root = m.branch_dof[m.branch_adr[b + 1] - 1], d = m.dof_depth[root];
+    EXPECT_TRUE(d == 0 || m.M_colind[m.dof_Madr[root] + d - 1] < m.branch_first) << "branch " << b;
+    for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
+      listed.push_back(m.branch_dof[e]);
+      EXPECT_EQ(m.M_colind[m.dof_Madr[m.branch_dof[e]] + d], root) << "dof " << m.branch_dof[e];
+    }
+  }
+  for (int k = m.nv - 1; k >= m.branch_first; --k) want.push_back(k);
+  EXPECT_EQ(listed, want);
+}
+TEST(Team, DofBranches) {
+  expect_branches("anymal_c.json", 6, 4);  // the legs, after the base's six dofs
+  expect_branches("unitree_go1/go1.xml", 6, 4);
+  expect_branches("cartpole.json", 2, 0);  // a chain: no branch
+  expect_branches("cube.json", 6, 0);
 }
 
 // A whole step and its adjoint, every contact mode: the team's order, bit for bit the serial one.

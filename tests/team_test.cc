@@ -167,11 +167,11 @@ struct Outputs {
   kern::Workspace<S, D> ws;
   kern::AdjWorkspace<S, D> aw;
   kern::ContactScratch<S, D> cs;
-  S tau[D::kNv], adj_v[D::kNv], adj_vdot[D::kNv], adj_q[D::kNq], gaps[D::kContacts];
+  S tau[D::kNv], adj_v[D::kNv], adj_vdot[D::kNv], adj_q[D::kNq], gaps[D::kContacts], x[D::kNv];
 };
 
-// Every stage written for a team, in a step's order: the tree sweeps and their adjoints, then
-// the contact Jacobians and the Delassus matrix at the factorised mass matrix. Returns
+// Every stage written for a team, in a step's order: the tree sweeps and their adjoints, the
+// mass matrix's factorisation and solve, then the contact Jacobians and the Delassus matrix. Returns
 // contact_candidates' result.
 template <class S, class D>
 bool stages(const kern::ModelView<S, D>& m, const Inputs<S>& in, Outputs<S, D>& o) {
@@ -183,7 +183,11 @@ bool stages(const kern::ModelView<S, D>& m, const Inputs<S>& in, Outputs<S, D>& 
   kern::adj_rnea(m, in.v.data(), in.vdot.data(), o.ws, o.adj_v, o.adj_vdot, in.tau_adj.data(), o.aw);
   kern::adj_crba(m, o.ws, in.adj_H.data(), o.aw);
   kern::adj_forward_kinematics(m, in.q.data(), o.ws, o.adj_q, o.aw);
-  kern::single(m, [&] { kern::ltl_factor(m, o.ws.H); });
+  kern::ltl_factor(m, o.ws.H);
+  kern::single(m, [&] {
+    for (int k = 0; k < m.nv; ++k) o.x[k] = o.tau[k];
+  });
+  kern::ltl_solve<typename kern::TeamOf<D>::type>(m, o.ws.H, o.x);  // x = H⁻¹ τ
   const bool dropped =
       kern::contact_candidates(m, o.ws, in.q.data(), in.ground, S(1e3), o.cs, o.gaps, in.spin, in.roll);
   kern::delassus(m, o.ws.H, in.v.data(), o.cs);
@@ -249,6 +253,7 @@ void expect_team_gives_serial_bits(const Model& model, S roll, bool terrain) {
     EXPECT_EQ(std::memcmp(want->adj_vdot, got->adj_vdot, sizeof(want->adj_vdot)), 0) << "adj_vdot";
     EXPECT_EQ(std::memcmp(want->adj_q, got->adj_q, sizeof(want->adj_q)), 0) << "adj_q";
     EXPECT_EQ(std::memcmp(want->gaps, got->gaps, sizeof(want->gaps)), 0) << "gaps";
+    EXPECT_EQ(std::memcmp(want->x, got->x, sizeof(want->x)), 0) << "H⁻¹ τ";
   }
 }
 
