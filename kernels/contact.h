@@ -1494,11 +1494,13 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
 
 // x = H⁻¹ Jᵀ (w ∘ P) = L⁻¹ Y (w ∘ P): the velocity the solve's impulses add (Y = L⁻ᵀ Jᵀ from
 // delassus, so only the root-down half of the solve is left).
-template <class S, class D>
+template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
-  for (int d = 0; d < m.nv; ++d) x[d] = 0;
-  for (int r = 0; r < solve_rows(cs); ++r) row_axpy(cs, r, cs.w[row_block(cs, r)] * cs.P[r], cs.Y, x);
-  ltl_solve_l(m, ws.H, x);
+  Team::single(m, [&]() MOREAU_LAMBDA {
+    for (int d = 0; d < m.nv; ++d) x[d] = 0;
+    for (int r = 0; r < solve_rows(cs); ++r) row_axpy(cs, r, cs.w[row_block(cs, r)] * cs.P[r], cs.Y, x);
+  });
+  ltl_solve_l<Team>(m, ws.H, x);
 }
 
 // The contact stage of a physics step: v (= v_free on entry) gets H⁻¹ Jᵀ (w ∘ P). Writes
@@ -1509,12 +1511,14 @@ MOREAU_HD ContactResult<S> contact_stage(const ModelView<S, D>& m, const Contact
                                          Workspace<S, D>& ws, ContactScratch<S, D>& cs, S* v, S* gaps, S* impulses,
                                          int* active) {
   const ContactResult<S> result = contact_solve(m, cfg, p, env, cfg.mode, qM, v_k, h, ground, ws, cs, v, gaps);
-  single(m, [&]() MOREAU_LAMBDA {
-    if (solve_rows(cs) > 0) {
-      S x[D::kNv];
-      impulse_velocity(m, ws, cs, x);
+  if (solve_rows(cs) > 0) {
+    TeamArray<D, S, D::kNv> x;
+    impulse_velocity<TeamFor<D>>(m, ws, cs, x.data);
+    single(m, [&]() MOREAU_LAMBDA {
       for (int d = 0; d < m.nv; ++d) v[d] += x[d];
-    }
+    });
+  }
+  single(m, [&]() MOREAU_LAMBDA {
     if (impulses && cfg.mode != kContactNone) {
       for (int k = 0; k < m.ncon; ++k) {
         impulses[k] = 0;
@@ -1596,19 +1600,21 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
   const int nv = m.nv, n = cs.n, nb = n + cs.nj, nr = solve_rows(cs);
   single(m, [&]() MOREAU_LAMBDA {
     for (int d = 0; d < nv; ++d) adj_v_free[d] = lambda[d] = adj_v_next[d];
-    if (nr == 0) ltl_solve(m, ws.H, lambda);
   });
-  if (nr == 0) return 0;
+  if (nr == 0) {
+    ltl_solve<TeamFor<D>>(m, ws.H, lambda);
+    return 0;
+  }
   constexpr int C = D::kChain;
   TeamArray<D, S, (D::kRows + D::kPairRows) * C> adj_J;  // as cs.J
   TeamArray<D, S, D::kRows> adj_P, adj_gamma;
   TeamArray<D, S, D::kBlocks> adj_w, adj_gap, adj_pn, adj_gnn;
   TeamArray<D, bool, 1> solved;
   const bool soft = mode == kContactSoft;
+  // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
+  // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
+  ltl_solve_t<TeamFor<D>>(m, ws.H, lambda);
   single(m, [&]() MOREAU_LAMBDA {  // the solve's adjoint
-    // v_next = v_free + H⁻¹ Jᵀ P_app, P_app = w ∘ P: P̄_app = J H⁻¹ v̄_next = Yᵀ L⁻ᵀ v̄_next
-    // (L⁻ᵀ v̄_next in lambda until λ = L⁻¹ (L⁻ᵀ v̄_next + Y γ̄))
-    ltl_solve_t(m, ws.H, lambda);
     for (int i = 0; i < nb; ++i) adj_w[i] = adj_gap[i] = adj_pn[i] = adj_gnn[i] = 0;
     for (int r = 0; r < nr; ++r) {
       const int b = row_block(cs, r);
@@ -1647,7 +1653,9 @@ MOREAU_HD int adj_contact_stage(const ModelView<S, D>& m, const ContactSettings<
       row_axpy(cs, r, adj_gamma[r], cs.J, adj_v_free);
       row_axpy(cs, r, adj_gamma[r], cs.Y, lambda);
     }
-    ltl_solve_l(m, ws.H, lambda);
+  });
+  ltl_solve_l<TeamFor<D>>(m, ws.H, lambda);
+  single(m, [&]() MOREAU_LAMBDA {
     // J̄ += P_app λᵀ + γ̄ (v_free + x)ᵀ on the rows' chains
     for (int r = 0; r < nr; ++r) {
       const int b = row_block(cs, r);

@@ -371,8 +371,7 @@ MOREAU_HD MaskOf<S> ltl_factor(const ModelView<S, D>& m, S* H) {
 }
 
 // The solves take the team as their first template argument: SerialTeam (one lane, the
-// default) where a `single` calls them, the size class's team (TeamOf<D>::type) where every lane
-// does.
+// default) where a `single` calls them, the size class's team (TeamFor<D>) where every lane does.
 
 // Row i's step of x ← L⁻ᵀ x: x_i ← x_i / L_ii, then x_j −= L_ij x_i for i's ancestors j at depths
 // s0 .. d_i − 1.

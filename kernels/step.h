@@ -167,7 +167,7 @@ MOREAU_HD MaskOf<S> free_velocity(const ModelView<S, D>& m, const Params<S>& p, 
   });
   crba(m, hD.data, ws, p.armature_scale.get(env));
   const MaskOf<S> ok = ltl_factor(m, ws.H);
-  ltl_solve<typename TeamOf<D>::type>(m, ws.H, dv);
+  ltl_solve<TeamFor<D>>(m, ws.H, dv);
   return ok;
 }
 
@@ -292,8 +292,8 @@ MOREAU_HD int adj_physics_step(const ModelView<S, D>& m, const ContactSettings<S
   } else {
     single(m, [&]() MOREAU_LAMBDA {
       for (int k = 0; k < nv; ++k) adj_v_free[k] = lambda[k] = adj_v2[k];
-      ltl_solve(m, t.ws.H, lambda.data);
     });
+    ltl_solve<TeamFor<D>>(m, t.ws.H, lambda.data);
   }
   single(m, [&]() MOREAU_LAMBDA {  // v_free = v + Δv
     for (int k = 0; k < nv; ++k) {
@@ -691,10 +691,11 @@ MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>&
 // aligned to 16 bytes. tests/team_test.cc checks them against the arena's high-water mark.
 constexpr size_t arena_slice(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// A physics step's own: free_velocity's (with ltl_factor's), contact_candidates' and contact_solve's.
+// A physics step's own: free_velocity's (with ltl_factor's), contact_candidates', contact_solve's
+// and contact_stage's.
 template <class S, class D>
 constexpr size_t physics_step_arena_bytes() {
-  return 2 * arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(MaskOf<S>)) + arena_slice(sizeof(Transform<S>) * D::kBodies) +
+  return 3 * arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(MaskOf<S>)) + arena_slice(sizeof(Transform<S>) * D::kBodies) +
          arena_slice(sizeof(Vec3<S>) * 3 * D::kActive) + arena_slice(sizeof(Vec3<S>) * D::kActive) +
          arena_slice(sizeof(bool)) + 2 * arena_slice(sizeof(Vec3<S>) * D::kNv) + arena_slice(sizeof(ContactResult<S>));
 }

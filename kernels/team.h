@@ -64,25 +64,29 @@ struct TeamOf<D, std::void_t<typename D::Team>> {
   using type = typename D::Team;
 };
 
+// The team of size class D.
+template <class D>
+using TeamFor = typename TeamOf<D>::type;
+
 // N values of T that the team's calls share for the enclosing scope.
 template <class D, class T, int N>
-using TeamArray = typename TeamOf<D>::type::template Array<T, N>;
+using TeamArray = typename TeamFor<D>::template Array<T, N>;
 
 template <class S, class D, class F>
 MOREAU_HD_SMALL void for_each(const ModelView<S, D>& m, int n, F&& f) {
-  TeamOf<D>::type::for_each(m, n, f);
+  TeamFor<D>::for_each(m, n, f);
 }
 template <class S, class D, class F>
 MOREAU_HD_SMALL void down_tree(const ModelView<S, D>& m, F&& f) {
-  TeamOf<D>::type::down_tree(m, f);
+  TeamFor<D>::down_tree(m, f);
 }
 template <class S, class D, class F>
 MOREAU_HD_SMALL void up_tree(const ModelView<S, D>& m, F&& f) {
-  TeamOf<D>::type::up_tree(m, f);
+  TeamFor<D>::up_tree(m, f);
 }
 template <class S, class D, class F>
 MOREAU_HD_SMALL void single(const ModelView<S, D>& m, F&& f) {
-  TeamOf<D>::type::single(m, f);
+  TeamFor<D>::single(m, f);
 }
 
 // x + Σ_c term(c) over body i's children c, by descending index (the order in which a backward

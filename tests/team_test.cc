@@ -187,7 +187,7 @@ bool stages(const kern::ModelView<S, D>& m, const Inputs<S>& in, Outputs<S, D>& 
   kern::single(m, [&] {
     for (int k = 0; k < m.nv; ++k) o.x[k] = o.tau[k];
   });
-  kern::ltl_solve<typename kern::TeamOf<D>::type>(m, o.ws.H, o.x);  // x = H⁻¹ τ
+  kern::ltl_solve<kern::TeamFor<D>>(m, o.ws.H, o.x);  // x = H⁻¹ τ
   const bool dropped =
       kern::contact_candidates(m, o.ws, in.q.data(), in.ground, S(1e3), o.cs, o.gaps, in.spin, in.roll);
   kern::delassus(m, o.ws.H, in.v.data(), o.cs);
