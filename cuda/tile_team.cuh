@@ -61,8 +61,8 @@ struct TileTeam {
     __device__ __forceinline__ operator const X*() const { return data; }
   };
 
-  template <class S, class F>
-  static __device__ __forceinline__ void for_each(const ModelArrays<S>&, int n, F&& f) {
+  template <class F>
+  static __device__ __forceinline__ void for_each(int n, F&& f) {
     sync();
     for (int i = rank(); i < n; i += T) f(i);
     sync();
@@ -83,8 +83,8 @@ struct TileTeam {
       sync();
     }
   }
-  template <class S, class F>
-  static __device__ __forceinline__ void single(const ModelArrays<S>&, F&& f) {
+  template <class F>
+  static __device__ __forceinline__ void single(F&& f) {
     sync();
     if (rank() == 0) f();
     sync();

@@ -949,15 +949,18 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
 // nearly redundant, and Gauss–Seidel alone then crept for hundreds of sweeps.
 // Residual: the largest contact_violation of a sweep (each contact measured before its update)
 // [m/s]. Returns the number of sweeps; *residual gets the last residual.
+// On a team of lanes every lane runs the sweeps (the local solves, alike on every lane, into its
+// own locals) and each update of γ̃ is spread over the lanes; *residual is each lane's own.
 template <class S, class D>
 MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int max_iterations, S tolerance,
                         S* residual) {
+  using Team = TeamFor<D>;
   const int nr = solve_rows(cs), nc = 3 * cs.n;
   const S tiny = S(1e-12);
-  for (int r = 0; r < nr; ++r) {
+  Team::for_each(nr, [&](int r) MOREAU_LAMBDA {
     const int b = row_block(cs, r);
     if (!fixed_normal || !unilateral(cs, b) || r != block_row(cs, b)) cs.P[r] = 0;
-  }
+  });
   // per contact: B_i (symmetric, stored 00 01 02 11 12 22; zero when singular) and the step r_i
   S Binv[6 * D::kActive], step[D::kActive];
   for (int i = 0; i < cs.n; ++i) {
@@ -990,10 +993,37 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   // γ̃ = c + G (w ∘ P), kept current as each contact's P changes (column s of the symmetric G is
   // its row s), so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
   // no sum over the other contacts.
-  S gt[D::kRows];
-  for (int r = 0; r < nr; ++r) gt[r] = cs.c[r];
-  for (int s = 0; s < nr; ++s)
-    if (cs.P[s] != 0) axpy(cs.w[row_block(cs, s)] * cs.P[s], cs.G + s * nr, gt, nr);
+  TeamArray<D, S, D::kRows> gt;
+  Team::for_each(nr, [&](int r) MOREAU_LAMBDA {
+    S g = cs.c[r];
+    for (int s = 0; s < nr; ++s)
+      if (cs.P[s] != 0) g += (cs.w[row_block(cs, s)] * cs.P[s]) * cs.G[s * nr + r];
+    gt[r] = g;
+  });
+  // rows r0 .. r0 + n − 1 (n ≤ 3) take new impulses pnew: γ̃ += w (pnew_a − P_a) G_a, row by row
+  // where it changed (each lane its entries of γ̃, the lane of entry r writing P_r)
+  auto set_rows = [&](int r0, int n, S w, const S* pnew) {
+    S dw[3];
+    bool changed[3], any = false;
+    for (int a = 0; a < n; ++a) {
+      changed[a] = pnew[a] != cs.P[r0 + a];
+      dw[a] = w * (pnew[a] - cs.P[r0 + a]);
+      any = any || changed[a];
+    }
+    if (any) {
+      Team::for_each(nr, [&](int r) MOREAU_LAMBDA {
+        S g = gt[r];
+        for (int a = 0; a < n; ++a)
+          if (changed[a]) g += dw[a] * cs.G[(r0 + a) * nr + r];
+        gt[r] = g;
+        if (r >= r0 && r < r0 + n) cs.P[r] = pnew[r - r0];
+      });
+    } else {
+      Team::single([&]() MOREAU_LAMBDA {
+        for (int a = 0; a < n; ++a) cs.P[r0 + a] = pnew[a];
+      });
+    }
+  };
   S res = 0;
   // one-row block k, solved exactly: P ← max(P − γ/G_rr, 0) at a limit (given in soft mode),
   // clamp(P − γ/G_rr, −B, B) for friction loss (B = h F) and torque rows (B = μ_spin P_n or μ_roll P_n)
@@ -1006,8 +1036,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     if ((limit && fixed_normal) || !(grr > tiny)) return;
     const S free = cs.P[r] - gamma / grr, bound = row_bound(cs, k);
     const S pnew = limit ? mmax(free, S(0)) : clamp(free, -bound, bound);
-    if (pnew != cs.P[r]) axpy(wk * (pnew - cs.P[r]), cs.G + r * nr, gt, nr);
-    cs.P[r] = pnew;
+    set_rows(r, 1, wk, &pnew);
   };
   bool subspace = !fixed_normal;
   for (int b = 0; b < cs.n + cs.nj; ++b) subspace = subspace && cs.w[b] == S(1);
@@ -1065,14 +1094,11 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
       }
       res = mmax(res, contact_violation(P, gamma, mu, fixed_normal));
       const S Pnew[3] = {pn, pt1, pt2};
-      for (int a = 0; a < 3; ++a) {
-        if (Pnew[a] != P[a]) axpy(wi * (Pnew[a] - P[a]), cs.G + (3 * i + a) * nr, gt, nr);
-        P[a] = Pnew[a];
-      }
+      set_rows(3 * i, 3, wi, Pnew);
     }
     for (int k = 0; k < cs.nj; ++k) solve_row(k);
     if (res <= tolerance) break;
-    if (subspace && it >= 8 && (it & (it - 1)) == 0) subspace_step(cs, gt, mu, tolerance);
+    if (subspace && it >= 8 && (it & (it - 1)) == 0) Team::single([&]() MOREAU_LAMBDA { subspace_step(cs, gt.data, mu, tolerance); });
   }
   *residual = res;
   return it;
@@ -1471,7 +1497,6 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
   if (solve_rows(cs) == 0) return result;
   if (!from_active) delassus(m, ws.H, v_free, cs);
   const bool soft = mode == kContactSoft;
-  TeamArray<D, ContactResult<S>, 1> solved;  // the solve's iterations and residual
   single(m, [&]() MOREAU_LAMBDA {
     if (soft) {
       soft_normal_impulses(v_k, cs, h, p.contact_kn.get(env), p.contact_kd.get(env), p.contact_zeta.get(env));
@@ -1484,10 +1509,8 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
       for (int i = 0; i < cs.n + cs.nj; ++i)
         if (unilateral(cs, i)) cs.c[block_row(cs, i)] += mmax(cs.gap[i], S(0)) / h;
     }
-    solved[0].iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &solved[0].residual);
   });
-  result.iterations = solved[0].iterations;
-  result.residual = solved[0].residual;
+  result.iterations = pgs_solve(cs, mu, soft, cfg.max_iterations, cfg.tolerance, &result.residual);
   if (result.residual > cfg.tolerance) result.status |= kStatusSolverNotConverged;
   return result;
 }
@@ -1496,7 +1519,7 @@ MOREAU_HD ContactResult<S> contact_solve(const ModelView<S, D>& m, const Contact
 // delassus, so only the root-down half of the solve is left).
 template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void impulse_velocity(const ModelView<S, D>& m, const Workspace<S, D>& ws, const ContactScratch<S, D>& cs, S* x) {
-  Team::single(m, [&]() MOREAU_LAMBDA {
+  Team::single([&]() MOREAU_LAMBDA {
     for (int d = 0; d < m.nv; ++d) x[d] = 0;
     for (int r = 0; r < solve_rows(cs); ++r) row_axpy(cs, r, cs.w[row_block(cs, r)] * cs.P[r], cs.Y, x);
   });

@@ -387,11 +387,11 @@ MOREAU_HD void ltl_solve_t_row(const ModelView<S, D>& m, const S* L, S* x, int i
 // x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.
 template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
-  Team::for_each(m, m.nbranch, [&](int b) MOREAU_LAMBDA {
+  Team::for_each(m.nbranch, [&](int b) MOREAU_LAMBDA {
     const int s0 = m.dof_depth[branch_root(m, b)];
     for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) ltl_solve_t_row(m, L, x, m.branch_dof[e], s0);
   });
-  Team::for_each(m, m.branch_first, [&](int i) MOREAU_LAMBDA {  // the branches' terms, descending k
+  Team::for_each(m.branch_first, [&](int i) MOREAU_LAMBDA {  // the branches' terms, descending k
     const int s = m.dof_depth[i];
     S xi = x[i];
     for (int b = 0; b < m.nbranch; ++b)
@@ -402,7 +402,7 @@ MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
         }
     x[i] = xi;
   });
-  Team::single(m, [&]() MOREAU_LAMBDA {
+  Team::single([&]() MOREAU_LAMBDA {
     for (int i = m.branch_first - 1; i >= 0; --i) ltl_solve_t_row(m, L, x, i, 0);
   });
 }
@@ -421,10 +421,10 @@ MOREAU_HD void ltl_solve_l_row(const ModelView<S, D>& m, const S* L, S* x, int i
 // x ← L⁻¹ x (solves L y = x), from the root down: the roots' block, then each branch.
 template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
-  Team::single(m, [&]() MOREAU_LAMBDA {
+  Team::single([&]() MOREAU_LAMBDA {
     for (int i = 0; i < m.branch_first; ++i) ltl_solve_l_row(m, L, x, i);
   });
-  Team::for_each(m, m.nbranch, [&](int b) MOREAU_LAMBDA {
+  Team::for_each(m.nbranch, [&](int b) MOREAU_LAMBDA {
     for (int e = m.branch_adr[b + 1] - 1; e >= m.branch_adr[b]; --e) ltl_solve_l_row(m, L, x, m.branch_dof[e]);
   });
 }

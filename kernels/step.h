@@ -691,13 +691,13 @@ MOREAU_HD void adj_pure_step(const ModelView<S, D>& m, const ContactSettings<S>&
 // aligned to 16 bytes. tests/team_test.cc checks them against the arena's high-water mark.
 constexpr size_t arena_slice(size_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// A physics step's own: free_velocity's (with ltl_factor's), contact_candidates', contact_solve's
-// and contact_stage's.
+// A physics step's own: free_velocity's (with ltl_factor's), contact_candidates', pgs_solve's and
+// contact_stage's.
 template <class S, class D>
 constexpr size_t physics_step_arena_bytes() {
   return 3 * arena_slice(sizeof(S) * D::kNv) + arena_slice(sizeof(MaskOf<S>)) + arena_slice(sizeof(Transform<S>) * D::kBodies) +
          arena_slice(sizeof(Vec3<S>) * 3 * D::kActive) + arena_slice(sizeof(Vec3<S>) * D::kActive) +
-         arena_slice(sizeof(bool)) + 2 * arena_slice(sizeof(Vec3<S>) * D::kNv) + arena_slice(sizeof(ContactResult<S>));
+         arena_slice(sizeof(bool)) + 2 * arena_slice(sizeof(Vec3<S>) * D::kNv) + arena_slice(sizeof(S) * D::kRows);
 }
 
 // control_step or pure_step: the state, tape and contact information, and a physics step's.

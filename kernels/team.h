@@ -31,8 +31,8 @@ struct SerialTeam {
     MOREAU_HD_SMALL operator T*() { return data; }
     MOREAU_HD_SMALL operator const T*() const { return data; }
   };
-  template <class S, class F>
-  static MOREAU_HD_SMALL void for_each(const ModelArrays<S>&, int n, F&& f) {
+  template <class F>
+  static MOREAU_HD_SMALL void for_each(int n, F&& f) {
     for (int i = 0; i < n; ++i) f(i);
   }
   template <class S, class F>
@@ -43,8 +43,8 @@ struct SerialTeam {
   static MOREAU_HD_SMALL void up_tree(const ModelArrays<S>& m, F&& f) {
     for (int i = m.nbody - 1; i >= 0; --i) f(i);
   }
-  template <class S, class F>
-  static MOREAU_HD_SMALL void single(const ModelArrays<S>&, F&& f) {
+  template <class F>
+  static MOREAU_HD_SMALL void single(F&& f) {
     f();
   }
 };
@@ -73,8 +73,8 @@ template <class D, class T, int N>
 using TeamArray = typename TeamFor<D>::template Array<T, N>;
 
 template <class S, class D, class F>
-MOREAU_HD_SMALL void for_each(const ModelView<S, D>& m, int n, F&& f) {
-  TeamFor<D>::for_each(m, n, f);
+MOREAU_HD_SMALL void for_each(const ModelView<S, D>&, int n, F&& f) {
+  TeamFor<D>::for_each(n, f);
 }
 template <class S, class D, class F>
 MOREAU_HD_SMALL void down_tree(const ModelView<S, D>& m, F&& f) {
@@ -85,8 +85,8 @@ MOREAU_HD_SMALL void up_tree(const ModelView<S, D>& m, F&& f) {
   TeamFor<D>::up_tree(m, f);
 }
 template <class S, class D, class F>
-MOREAU_HD_SMALL void single(const ModelView<S, D>& m, F&& f) {
-  TeamFor<D>::single(m, f);
+MOREAU_HD_SMALL void single(const ModelView<S, D>&, F&& f) {
+  TeamFor<D>::single(f);
 }
 
 // x + Σ_c term(c) over body i's children c, by descending index (the order in which a backward

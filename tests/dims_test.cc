@@ -146,8 +146,8 @@ void expect_classes_agree(const Model& model) {
 struct ReverseOrderTeam {
   template <class T, int N>
   using Array = kern::SerialTeam::Array<T, N>;
-  template <class S, class F>
-  static void for_each(const kern::ModelArrays<S>&, int n, F&& f) {
+  template <class F>
+  static void for_each(int n, F&& f) {
     for (int i = n - 1; i >= 0; --i) f(i);
   }
   template <class S, class F>
@@ -160,8 +160,8 @@ struct ReverseOrderTeam {
     for (int l = m.nlevel - 1; l >= 0; --l)
       for (int k = m.level_adr[l]; k < m.level_adr[l + 1]; ++k) f(m.level_body[k]);
   }
-  template <class S, class F>
-  static void single(const kern::ModelArrays<S>&, F&& f) {
+  template <class F>
+  static void single(F&& f) {
     f();
   }
 };

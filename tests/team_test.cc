@@ -99,8 +99,8 @@ struct ThreadTeam {
     operator const X*() const { return data; }
   };
 
-  template <class S, class F>
-  static void for_each(const kern::ModelArrays<S>&, int n, F&& f) {
+  template <class F>
+  static void for_each(int n, F&& f) {
     sync();
     for (int i = lane.rank; i < n; i += T) f(i);
     sync();
@@ -121,8 +121,8 @@ struct ThreadTeam {
       sync();
     }
   }
-  template <class S, class F>
-  static void single(const kern::ModelArrays<S>&, F&& f) {
+  template <class F>
+  static void single(F&& f) {
     sync();
     if (lane.rank == 0) {
       lane.in_single = true;
