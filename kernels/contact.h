@@ -994,35 +994,21 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   // its row s), so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
   // no sum over the other contacts.
   TeamArray<D, S, D::kRows> gt;
-  Team::for_each(nr, [&](int r) MOREAU_LAMBDA {
-    S g = cs.c[r];
-    for (int s = 0; s < nr; ++s)
-      if (cs.P[s] != 0) g += (cs.w[row_block(cs, s)] * cs.P[s]) * cs.G[s * nr + r];
-    gt[r] = g;
-  });
-  // rows r0 .. r0 + n − 1 (n ≤ 3) take new impulses pnew: γ̃ += w (pnew_a − P_a) G_a, row by row
-  // where it changed (each lane its entries of γ̃, the lane of entry r writing P_r)
+  // y += s x over the rows, each lane its entries of y (axpy on the team)
+  auto team_axpy = [&](S scale, const S* x, S* y) {
+    Team::for_each(nr, [&](int r) MOREAU_LAMBDA { y[r] += scale * x[r]; });
+  };
+  Team::for_each(nr, [&](int r) MOREAU_LAMBDA { gt[r] = cs.c[r]; });
+  for (int s = 0; s < nr; ++s)
+    if (cs.P[s] != 0) team_axpy(cs.w[row_block(cs, s)] * cs.P[s], cs.G + s * nr, gt.data);
+  // rows r0 .. r0 + n − 1 (n ≤ 3) take new impulses pnew: γ̃ += w (pnew_a − P_a) G_a for each row
+  // whose impulse changed, in row order
   auto set_rows = [&](int r0, int n, S w, const S* pnew) {
-    S dw[3];
-    bool changed[3], any = false;
-    for (int a = 0; a < n; ++a) {
-      changed[a] = pnew[a] != cs.P[r0 + a];
-      dw[a] = w * (pnew[a] - cs.P[r0 + a]);
-      any = any || changed[a];
-    }
-    if (any) {
-      Team::for_each(nr, [&](int r) MOREAU_LAMBDA {
-        S g = gt[r];
-        for (int a = 0; a < n; ++a)
-          if (changed[a]) g += dw[a] * cs.G[(r0 + a) * nr + r];
-        gt[r] = g;
-        if (r >= r0 && r < r0 + n) cs.P[r] = pnew[r - r0];
-      });
-    } else {
-      Team::single([&]() MOREAU_LAMBDA {
-        for (int a = 0; a < n; ++a) cs.P[r0 + a] = pnew[a];
-      });
-    }
+    for (int a = 0; a < n; ++a)
+      if (pnew[a] != cs.P[r0 + a]) team_axpy(w * (pnew[a] - cs.P[r0 + a]), cs.G + (r0 + a) * nr, gt.data);
+    Team::single([&]() MOREAU_LAMBDA {
+      for (int a = 0; a < n; ++a) cs.P[r0 + a] = pnew[a];
+    });
   };
   S res = 0;
   // one-row block k, solved exactly: P ← max(P − γ/G_rr, 0) at a limit (given in soft mode),

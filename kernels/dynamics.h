@@ -297,12 +297,21 @@ MOREAU_HD void adj_crba(const ModelView<S, D>& m, const Workspace<S, D>& ws, con
   });
 }
 
-// The factorisation and its solves run by the dofs' branches (ModelArrays::branch_first,
-// branch_adr, branch_dof): row k's elimination changes the rows of k's ancestors, which are in
-// k's branch or in the roots' block. So each branch eliminates its own rows (a lane each), the
-// roots' rows then take the branches' updates (a lane per row, in descending k as the serial loop
-// gives them), and the roots' block goes last. Every entry sees the serial loop's operations in
-// the serial loop's order: the same bits on any team.
+// On a team of lanes the factorisation and its solves run by the dofs' branches
+// (ModelArrays::branch_first, branch_adr, branch_dof): row k's elimination changes the rows of k's
+// ancestors, which are in k's branch or in the roots' block. So each branch eliminates its own
+// rows (a lane each), the roots' rows then take the branches' updates (a lane per row, in
+// descending k as the serial loop gives them), and the roots' block goes last. Every entry sees
+// the serial loop's operations in the serial loop's order: the same bits on any team. On one
+// lane the whole tree is the roots' block: the serial loop itself (the split costs time there).
+template <class Team, class S, class D>
+MOREAU_HD int roots_end(const ModelView<S, D>& m) {
+  return one_lane<Team>() ? m.nv : m.branch_first;
+}
+template <class Team, class S, class D>
+MOREAU_HD int branches(const ModelView<S, D>& m) {
+  return one_lane<Team>() ? 0 : m.nbranch;
+}
 
 // Is dof k below dof i (i at depth s)?
 template <class S, class D>
@@ -339,15 +348,17 @@ MOREAU_HD S ltl_eliminate(const ModelView<S, D>& m, S* H, int k, int s0) {
 // dependent rows; a last pass scales each row by 1 / √d_k (L_kj = H_kj / √d_k, L_kk = √d_k).
 template <class S, class D>
 MOREAU_HD MaskOf<S> ltl_factor(const ModelView<S, D>& m, S* H) {
+  using Team = TeamFor<D>;
+  const int first = roots_end<Team>(m), nbranch = branches<Team>(m);
   TeamArray<D, S, D::kNv> inv;  // 1 / d_k of the branches' dofs
   TeamArray<D, MaskOf<S>, 1> ok;
-  for_each(m, m.nbranch, [&](int b) MOREAU_LAMBDA {
+  for_each(m, nbranch, [&](int b) MOREAU_LAMBDA {
     const int s0 = m.dof_depth[branch_root(m, b)];
     for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) inv[m.branch_dof[e]] = ltl_eliminate(m, H, m.branch_dof[e], s0);
   });
-  for_each(m, m.branch_first, [&](int i) MOREAU_LAMBDA {
+  for_each(m, nbranch > 0 ? first : 0, [&](int i) MOREAU_LAMBDA {
     const int s = m.dof_depth[i];
-    for (int b = 0; b < m.nbranch; ++b)
+    for (int b = 0; b < nbranch; ++b)
       if (dof_below(m, branch_root(m, b), i, s))
         for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
           const int k = m.branch_dof[e];
@@ -355,7 +366,7 @@ MOREAU_HD MaskOf<S> ltl_factor(const ModelView<S, D>& m, S* H) {
         }
   });
   single(m, [&]() MOREAU_LAMBDA {
-    for (int k = m.branch_first - 1; k >= 0; --k) ltl_eliminate(m, H, k, 0);
+    for (int k = first - 1; k >= 0; --k) ltl_eliminate(m, H, k, 0);
     MaskOf<S> positive = S(1) > S(0);  // every pivot d_k > 0 (false for NaN)
     for (int k = 0; k < m.nv; ++k) positive = positive & (H[m.dof_Madr[k] + m.dof_depth[k]] > S(0));
     ok[0] = positive;
@@ -387,14 +398,15 @@ MOREAU_HD void ltl_solve_t_row(const ModelView<S, D>& m, const S* L, S* x, int i
 // x ← L⁻ᵀ x (solves Lᵀ y = x), from the leaves up.
 template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
-  Team::for_each(m.nbranch, [&](int b) MOREAU_LAMBDA {
+  const int first = roots_end<Team>(m), nbranch = branches<Team>(m);
+  Team::for_each(nbranch, [&](int b) MOREAU_LAMBDA {
     const int s0 = m.dof_depth[branch_root(m, b)];
     for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) ltl_solve_t_row(m, L, x, m.branch_dof[e], s0);
   });
-  Team::for_each(m.branch_first, [&](int i) MOREAU_LAMBDA {  // the branches' terms, descending k
+  Team::for_each(nbranch > 0 ? first : 0, [&](int i) MOREAU_LAMBDA {  // the branches' terms, descending k
     const int s = m.dof_depth[i];
     S xi = x[i];
-    for (int b = 0; b < m.nbranch; ++b)
+    for (int b = 0; b < nbranch; ++b)
       if (dof_below(m, branch_root(m, b), i, s))
         for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
           const int k = m.branch_dof[e];
@@ -403,7 +415,7 @@ MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
     x[i] = xi;
   });
   Team::single([&]() MOREAU_LAMBDA {
-    for (int i = m.branch_first - 1; i >= 0; --i) ltl_solve_t_row(m, L, x, i, 0);
+    for (int i = first - 1; i >= 0; --i) ltl_solve_t_row(m, L, x, i, 0);
   });
 }
 
@@ -421,10 +433,11 @@ MOREAU_HD void ltl_solve_l_row(const ModelView<S, D>& m, const S* L, S* x, int i
 // x ← L⁻¹ x (solves L y = x), from the root down: the roots' block, then each branch.
 template <class Team = SerialTeam, class S, class D>
 MOREAU_HD void ltl_solve_l(const ModelView<S, D>& m, const S* L, S* x) {
+  const int first = roots_end<Team>(m), nbranch = branches<Team>(m);
   Team::single([&]() MOREAU_LAMBDA {
-    for (int i = 0; i < m.branch_first; ++i) ltl_solve_l_row(m, L, x, i);
+    for (int i = 0; i < first; ++i) ltl_solve_l_row(m, L, x, i);
   });
-  Team::for_each(m.nbranch, [&](int b) MOREAU_LAMBDA {
+  Team::for_each(nbranch, [&](int b) MOREAU_LAMBDA {
     for (int e = m.branch_adr[b + 1] - 1; e >= m.branch_adr[b]; --e) ltl_solve_l_row(m, L, x, m.branch_dof[e]);
   });
 }

@@ -68,6 +68,13 @@ struct TeamOf<D, std::void_t<typename D::Team>> {
 template <class D>
 using TeamFor = typename TeamOf<D>::type;
 
+// Whether team T runs on one lane: work divided only so that lanes can share it (the mass
+// matrix's factorisation by branches) runs undivided there.
+template <class T>
+constexpr bool one_lane() {
+  return std::is_same_v<T, SerialTeam>;
+}
+
 // N values of T that the team's calls share for the enclosing scope.
 template <class D, class T, int N>
 using TeamArray = typename TeamFor<D>::template Array<T, N>;
