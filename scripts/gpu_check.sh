@@ -5,12 +5,12 @@
 # Unpacks the packages of scripts/gpu_bundle.sh (carried in .gpu/) under /opt/moreau-deps,
 # configures with nvcc named explicitly and stops unless the CUDA backend is on, builds only
 # the targets below with every core, then runs: the ptxas resources of every kernel; the CUDA
-# tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; with
-# --prebuilt, both benchmarks built with __launch_bounds__ (forward (256, 4), adjoint (256, 2))
-# beside the default ones (stage bounds); the forward of kicked robots (stage kicked); the forward
-# and forward+backward benchmarks (every contact mode) at 16,384, 262,144 and 1,048,576 environments;
-# the forward's two layouts (cuda_team 0 and 8) at those sizes and racecheck on the team's;
-# compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
+# tests (CUDA vs CPU, MOREAU_CUDA_SYNC=1), failing if any of them skips; the demo; the two
+# layouts (cuda_team 0 and 8), forward at 16,384, 262,144 and 1,048,576 environments and
+# forward+backward at the first two, and racecheck on the team's; with --prebuilt, both
+# benchmarks built with __launch_bounds__ (forward (256, 4), adjoint (256, 2)) beside the default
+# ones (stage bounds); the forward of kicked robots (stage kicked); the forward and
+# forward+backward benchmarks (every contact mode) at those three sizes; compute-sanitizer memcheck over a small forward and adjoint run; both benchmarks again at
 # 262,144 with 64, 128 and 256 threads per block (--cuda-block); Nsight
 # Compute on one forward and one adjoint launch. Each stage has a time limit;
 # a failing stage is reported and the next one still runs.
@@ -107,6 +107,19 @@ if grep -q "\[  SKIPPED \]" "$logs/cuda-tests.log"; then
   failed=$((failed + 1))
 fi
 stage demo 40 "$build/moreau-demo" --device cuda
+envs=16384,262144,1048576
+# the two layouts of the kernels side by side, the first timings (SimulatorOptions::cuda_team:
+# one thread per environment, or 8 lanes with the scratch in shared memory), then racecheck
+# over the team's shared memory
+stage team 75 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact hard,smooth \
+  --cuda-team 0,8 --seconds 0.3 --trials 3 --json-out "$logs/team.json"
+stage team-gradient 90 "$build/bench/moreau-bench-gradient" --device cuda --envs 16384,262144 --contact hard,smooth \
+  --cuda-team 0,8 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/team_gradient.json"
+racecheck() {
+  timeout -k 5 "$1" compute-sanitizer --tool racecheck --error-exitcode 99 "$build/bench/moreau-bench-forward" \
+    --device cuda --envs 256 --contact hard,smooth --cuda-team 8 --seconds 0.02 --trials 1
+}
+stage racecheck 60 racecheck
 # the __launch_bounds__ variants (prebuilt only: scripts/gpu_prebuild.sh): forward kernels (256, 4),
 # adjoint (256, 2), beside the default build, at the sizes that fill the chip; before the long
 # stages, so that a run cut short still times them
@@ -134,19 +147,6 @@ fi
 # slowest environment's contact solve; the standing rows below are the solve's easiest case
 stage kicked 45 "$build/bench/moreau-bench-forward" --device cuda --envs 262144 --contact hard,smooth --kick \
   --seconds 0.3 --trials 3 --json-out "$logs/kicked.json"
-envs=16384,262144,1048576
-# the two layouts of the kernels side by side (SimulatorOptions::cuda_team: one thread per
-# environment, or 8 lanes with the scratch in shared memory), then racecheck over the team's
-# shared memory
-stage team 75 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact hard,smooth \
-  --cuda-team 0,8 --seconds 0.3 --trials 3 --json-out "$logs/team.json"
-stage team-gradient 90 "$build/bench/moreau-bench-gradient" --device cuda --envs 16384,262144 --contact hard,smooth \
-  --cuda-team 0,8 --seconds 0.3 --trials 3 --memory-envs 4096 --json-out "$logs/team_gradient.json"
-racecheck() {
-  timeout -k 5 "$1" compute-sanitizer --tool racecheck --error-exitcode 99 "$build/bench/moreau-bench-forward" \
-    --device cuda --envs 256 --contact hard,smooth --cuda-team 8 --seconds 0.02 --trials 1
-}
-stage racecheck 60 racecheck
 stage forward 150 "$build/bench/moreau-bench-forward" --device cuda --envs "$envs" --contact none,hard,smooth \
   --json-out "$logs/forward.json"
 # soft contact's substeps make it the slow mode: on the H200 (2026-12-04) all four modes at these
