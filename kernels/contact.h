@@ -994,9 +994,10 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   // its row s), so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
   // no sum over the other contacts.
   TeamArray<D, S, D::kRows> gt;
-  // y += s x over the rows, each lane its entries of y (axpy on the team)
+  // y += s x over the rows, each lane its entries of y (axpy on the team; captured by value: with
+  // the references captured, a one-environment hard-contact step took 7 % longer on the CPU)
   auto team_axpy = [&](S scale, const S* x, S* y) {
-    Team::for_each(nr, [&](int r) MOREAU_LAMBDA { y[r] += scale * x[r]; });
+    Team::for_each(nr, [=](int r) MOREAU_LAMBDA { y[r] += scale * x[r]; });
   };
   Team::for_each(nr, [&](int r) MOREAU_LAMBDA { gt[r] = cs.c[r]; });
   for (int s = 0; s < nr; ++s)
