@@ -116,7 +116,7 @@ struct PackedModel {
     // descending order, each one's dofs descending
     std::vector<int> dof_children(m.nv, 0);
     for (int k = 0; k < m.nv; ++k)
-      if (m.dof_depth[k] > 0) ++dof_children[m.M_colind[m.dof_Madr[k] + m.dof_depth[k] - 1]];
+      if (m.dof_parent[k] >= 0) ++dof_children[m.dof_parent[k]];
     branch_first = m.nv;
     for (int k = 0; k < m.nv; ++k)
       if (dof_children[k] != 1) {
@@ -126,8 +126,7 @@ struct PackedModel {
     std::vector<int> branch_adr{0}, branch_dof;
     for (int k = m.nv - 1; k >= branch_first; --k) {
       branch_dof.push_back(k);
-      const int depth = m.dof_depth[k];
-      if (depth == 0 || m.M_colind[m.dof_Madr[k] + depth - 1] < branch_first) branch_adr.push_back(int(branch_dof.size()));
+      if (m.dof_parent[k] < branch_first) branch_adr.push_back(int(branch_dof.size()));
     }
     nbranch = int(branch_adr.size()) - 1;
     for (const auto* a : {&level_adr, &level_body, &child_adr, &child_body}) ints.insert(ints.end(), a->begin(), a->end());

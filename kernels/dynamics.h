@@ -324,6 +324,15 @@ MOREAU_HD int branch_root(const ModelView<S, D>& m, int b) {
   return m.branch_dof[m.branch_adr[b + 1] - 1];
 }
 
+// f(k) for every dof k of the branches below dof i of the roots' block (i at depth s), in
+// descending k: the order in which the serial elimination reaches row i.
+template <class S, class D, class F>
+MOREAU_HD void for_branch_dofs_below(const ModelView<S, D>& m, int nbranch, int i, int s, F&& f) {
+  for (int b = 0; b < nbranch; ++b)
+    if (dof_below(m, branch_root(m, b), i, s))
+      for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) f(m.branch_dof[e]);
+}
+
 // Row i (dof depth s) after the elimination of row k below it: H_ij −= H_ki H_kj / d_k, j ≤ s.
 template <class S>
 MOREAU_HD void ltl_update(S* Li, const S* Lk, int s, S inv_dk) {
@@ -358,12 +367,7 @@ MOREAU_HD MaskOf<S> ltl_factor(const ModelView<S, D>& m, S* H) {
   });
   for_each(m, nbranch > 0 ? first : 0, [&](int i) MOREAU_LAMBDA {
     const int s = m.dof_depth[i];
-    for (int b = 0; b < nbranch; ++b)
-      if (dof_below(m, branch_root(m, b), i, s))
-        for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
-          const int k = m.branch_dof[e];
-          ltl_update(H + m.dof_Madr[i], H + m.dof_Madr[k], s, inv[k]);
-        }
+    for_branch_dofs_below(m, nbranch, i, s, [&](int k) MOREAU_LAMBDA { ltl_update(H + m.dof_Madr[i], H + m.dof_Madr[k], s, inv[k]); });
   });
   single(m, [&]() MOREAU_LAMBDA {
     for (int k = first - 1; k >= 0; --k) ltl_eliminate(m, H, k, 0);
@@ -406,12 +410,7 @@ MOREAU_HD void ltl_solve_t(const ModelView<S, D>& m, const S* L, S* x) {
   Team::for_each(nbranch > 0 ? first : 0, [&](int i) MOREAU_LAMBDA {  // the branches' terms, descending k
     const int s = m.dof_depth[i];
     S xi = x[i];
-    for (int b = 0; b < nbranch; ++b)
-      if (dof_below(m, branch_root(m, b), i, s))
-        for (int e = m.branch_adr[b]; e < m.branch_adr[b + 1]; ++e) {
-          const int k = m.branch_dof[e];
-          xi -= L[m.dof_Madr[k] + s] * x[k];
-        }
+    for_branch_dofs_below(m, nbranch, i, s, [&](int k) MOREAU_LAMBDA { xi -= L[m.dof_Madr[k] + s] * x[k]; });
     x[i] = xi;
   });
   Team::single([&]() MOREAU_LAMBDA {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <string>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
