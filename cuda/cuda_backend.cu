@@ -233,7 +233,7 @@ class CudaBackend : public TypedBackend<float> {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (team_) {
         const auto kernel = control_step_team_kernel<float, D>;
-        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), "step");
+        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, TileTeamed<D>>(), "step");
         kernel<<<t.blocks(b.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
                                                                             cfg, p, b, k, t.arena_bytes);
         check_launch(kernel, "step", stream());
@@ -250,7 +250,7 @@ class CudaBackend : public TypedBackend<float> {
       using D = typename std::decay_t<decltype(md)>::Dims;
       if (adjoint && team_) {
         const auto kernel = pure_step_adj_team_kernel<float, D>;
-        const TeamLaunch t = team_launch(kernel, kern::adjoint_arena_bytes<float, D>(), "adjoint");
+        const TeamLaunch t = team_launch(kernel, kern::adjoint_arena_bytes<float, TileTeamed<D>>(), "adjoint");
         kernel<<<t.blocks(io.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
                                                                              cfg, p, io, t.arena_bytes);
         check_launch(kernel, "adjoint", stream());
@@ -259,7 +259,7 @@ class CudaBackend : public TypedBackend<float> {
         check_launch(pure_step_adj_kernel<float, D>, "adjoint", stream());
       } else if (team_) {
         const auto kernel = pure_step_team_kernel<float, D>;
-        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, D>(), "step_pure");
+        const TeamLaunch t = team_launch(kernel, kern::step_arena_bytes<float, TileTeamed<D>>(), "step_pure");
         kernel<<<t.blocks(io.n_env), t.threads, t.shared_bytes, stream()>>>(kern::ModelView<float, TileTeamed<D>>{md},
                                                                              cfg, p, io, t.arena_bytes);
         check_launch(kernel, "step_pure", stream());

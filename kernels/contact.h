@@ -66,6 +66,32 @@ enum : int { kRowLower = 0, kRowUpper = 1, kRowFriction = 2, kRowSpin = 3, kRowR
 // Whether one-row block kind `kind` is a contact's torque row; its axis is frame[kind − kRowSpin].
 MOREAU_HD bool torque_row(int kind) { return kind >= kRowSpin; }
 
+// The Delassus matrix G (symmetric, n x n with n = solve_rows) is kept dense on one lane, row-major
+// with row stride n: an update of γ̃ by one of its columns (a row) runs over contiguous memory,
+// which the CPU vectorizes. A team of lanes keeps its lower triangle alone (half of the team's
+// shared memory), by columns, each from its diagonal down: entry (r, s) = (s, r), r ≥ s, at
+// sym_col(s, n) + r.
+template <class D>
+constexpr bool packed_delassus() { return !one_lane<TeamFor<D>>(); }
+MOREAU_HD constexpr int sym_col(int s, int n) { return s * n - s * (s + 1) / 2; }
+template <bool Packed>
+MOREAU_HD constexpr int sym_index(int r, int s, int n) {
+  if constexpr (Packed) return r >= s ? sym_col(s, n) + r : sym_col(r, n) + s;
+  return r * n + s;
+}
+
+// f(s, G_rs) for s = 0..n−1 in order: packed, the entries left of the diagonal each in its own
+// column (entry (r, s + 1) n − s − 1 places after (r, s)), then column r from the diagonal down.
+template <bool Packed, class S, class F>
+MOREAU_HD void sym_row(const S* G, int r, int n, F&& f) {
+  if constexpr (Packed) {
+    for (int s = 0, k = r; s < r; ++s, k += n - s) f(s, G[k]);
+    for (int s = r, k = sym_col(r, n) + r; s < n; ++s, ++k) f(s, G[k]);
+  } else {
+    for (int s = 0; s < n; ++s) f(s, G[r * n + s]);
+  }
+}
+
 // The rows of a solve come in blocks: blocks 0..n−1 are contacts, three rows each (n, t1, t2) at
 // rows 3i..3i+2; blocks n..n+nj−1 have one row each, at rows 3n..3n+nj−1: the contacts' torque
 // rows (spin when μ_spin > 0, rolling when μ_roll > 0), then the joint rows.
@@ -94,13 +120,25 @@ struct ContactScratch {
   // off the chain); a pair's second half at J + (r + kRows) kChain.
   S J[(D::kRows + D::kPairRows) * D::kChain];
   S Y[(D::kRows + D::kPairRows) * D::kChain];  // Y = L⁻ᵀ Jᵀ (G = Yᵀ Y), row r holding Y[:, r], on the same chains
-  S G[D::kRows * D::kRows];   // Delassus matrix, row stride solve_rows
+  S G[packed_delassus<D>() ? D::kRows * (D::kRows + 1) / 2 : D::kRows * D::kRows];  // Delassus matrix (sym_index)
   S c[D::kRows];
   S P[D::kRows];
 };
 
+// g = the 3 x 3 block of symmetric n x n G (sym_index) at rows and columns r..r+2, row-major.
+template <bool Packed, class S>
+MOREAU_HD void sym_block3(const S* G, int r, int n, S* g) {
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) g[3 * a + b] = G[sym_index<Packed>(r + a, r + b, n)];
+}
+
 template <class S, class D>
 MOREAU_HD int solve_rows(const ContactScratch<S, D>& cs) { return 3 * cs.n + cs.nj; }
+// G_rs of cs's Delassus matrix.
+template <class S, class D>
+MOREAU_HD S delassus_at(const ContactScratch<S, D>& cs, int r, int s) {
+  return cs.G[sym_index<packed_delassus<D>()>(r, s, solve_rows(cs))];
+}
 template <class S, class D>
 MOREAU_HD int row_block(const ContactScratch<S, D>& cs, int r) { return r < 3 * cs.n ? r / 3 : r - 2 * cs.n; }
 template <class S, class D>
@@ -650,8 +688,10 @@ MOREAU_HD void delassus(const ModelView<S, D>& m, const S* L, const S* v, Contac
         else
           block_sums<1, 1, S, C>(Yi, Yj, shared, g);
       }
+    constexpr bool packed = packed_delassus<D>();  // (packed: an entry written twice, as (r, s) and (s, r))
     for (int x = 0; x < si; ++x)
-      for (int y = 0; y < sj; ++y) cs.G[(ri + x) * nr + rj + y] = cs.G[(rj + y) * nr + ri + x] = g[3 * x + y];
+      for (int y = 0; y < sj; ++y)
+        cs.G[sym_index<packed>(ri + x, rj + y, nr)] = cs.G[sym_index<packed>(rj + y, ri + x, nr)] = g[3 * x + y];
   });
 }
 
@@ -687,14 +727,31 @@ MOREAU_HD S joint_row_violation(const ContactScratch<S, D>& cs, int k, S P, S ga
   return torque_row(cs.jkind[k]) ? cs.jbound[k] * v : v;
 }
 
-// y += s x over n entries.
-template <class S>
-MOREAU_HD void axpy(S s, const S* x, S* y, int n) {
-  for (int r = 0; r < n; ++r) y[r] += s * x[r];
+// y += Σ_a k_a G[:, c + a] over y's n entries, for the m ≤ 3 adjacent columns c + a of symmetric
+// n x n G whose on[a] is set, each entry taking its terms in order of a. One lane runs an axpy per
+// column (column c + a is row c + a: contiguous where G is dense); team T spreads the entries over
+// its lanes in one call, the values it needs copied into the lambda (by reference, a
+// one-environment hard-contact step took 7 % longer on the CPU).
+template <class T, bool Packed, class S>
+MOREAU_HD void sym_axpy(const S* G, int c, int m, const S* k, const bool* on, S* y, int n) {
+  if constexpr (one_lane<T>()) {
+    for (int a = 0; a < m; ++a)
+      if (on[a]) sym_row<Packed>(G, c + a, n, [&, ka = k[a]](int r, S g) MOREAU_LAMBDA { y[r] += ka * g; });
+  } else {
+    const S k0 = k[0], k1 = m > 1 ? k[1] : S(0), k2 = m > 2 ? k[2] : S(0);
+    const bool o0 = on[0], o1 = m > 1 && on[1], o2 = m > 2 && on[2];
+    T::for_each(n, [=](int r) MOREAU_LAMBDA {
+      S v = y[r];
+      if (o0) v += k0 * G[sym_index<Packed>(r, c, n)];
+      if (o1) v += k1 * G[sym_index<Packed>(r, c + 1, n)];
+      if (o2) v += k2 * G[sym_index<Packed>(r, c + 2, n)];
+      y[r] = v;
+    });
+  }
 }
 
 // Contact i's exact local solve where the sticking step left the cone. With G = G_ii (symmetric,
-// row stride nr) and a = γ − G P the velocity without contact i's impulse, γ' = a + G P':
+// 3 x 3 row-major) and a = γ − G P the velocity without contact i's impulse, γ' = a + G P':
 //  - no push (a_n ≥ 0; with `fixed_normal`, a given P_n = 0): P' = 0 (γ'_n = a_n ≥ 0);
 //  - no friction (μ = 0): P' = (−a_n/G_nn, 0, 0), or (P_n, 0, 0) with a given P_n;
 //  - else sliding: P' = (P_n, μ P_n u), u a unit tangent, with γ'_n = 0 (P_n = −a_n/den,
@@ -709,9 +766,8 @@ MOREAU_HD void axpy(S s, const S* x, S* y, int n) {
 // sliding impulse to 1e-3 rad: the caller then takes projected steps.
 constexpr int kSlideNewton = 12;
 template <class S>
-MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu, bool fixed_normal, S st1, S st2,
-                           S* out) {
-  const S gnn = G[0], gn1 = G[1], gn2 = G[2], g11 = G[nr + 1], g12 = G[nr + 2], g22 = G[2 * nr + 2];
+MOREAU_HD bool slide_solve(const S* G, const S* P, const S* gamma, S mu, bool fixed_normal, S st1, S st2, S* out) {
+  const S gnn = G[0], gn1 = G[1], gn2 = G[2], g11 = G[4], g12 = G[5], g22 = G[8];
   const S a0 = gamma[0] - (gnn * P[0] + gn1 * P[1] + gn2 * P[2]);
   const S a1 = gamma[1] - (gn1 * P[0] + g11 * P[1] + g12 * P[2]);
   const S a2 = gamma[2] - (gn2 * P[0] + g12 * P[1] + g22 * P[2]);
@@ -771,7 +827,6 @@ MOREAU_HD bool slide_solve(const S* G, int nr, const S* P, const S* gamma, S mu,
 // round-off.
 template <class S, class D>
 MOREAU_HD bool subspace_cg(const ContactScratch<S, D>& cs, const int* A, int na, const S* gt, S stop, S* x) {
-  const int nr = solve_rows(cs);
   S r[D::kRows], d[D::kRows], q[D::kRows];
   S rr = 0;
   for (int a = 0; a < na; ++a) {
@@ -781,14 +836,13 @@ MOREAU_HD bool subspace_cg(const ContactScratch<S, D>& cs, const int* A, int na,
   }
   if (!(rr > stop)) return false;
   S eps = 0;
-  for (int a = 0; a < na; ++a) eps = mmax(eps, cs.G[A[a] * nr + A[a]]);
+  for (int a = 0; a < na; ++a) eps = mmax(eps, delassus_at(cs, A[a], A[a]));
   eps *= S(1e-6);
   for (int iter = 0; iter < 2 * na && rr > stop; ++iter) {
     S dq = 0;
     for (int a = 0; a < na; ++a) {
-      const S* Ga = cs.G + A[a] * nr;
       S v = eps * d[a];
-      for (int b = 0; b < na; ++b) v += Ga[A[b]] * d[b];
+      for (int b = 0; b < na; ++b) v += delassus_at(cs, A[a], A[b]) * d[b];
       q[a] = v;
       dq += d[a] * v;
     }
@@ -883,9 +937,12 @@ MOREAU_HD void subspace_step(ContactScratch<S, D>& cs, S* gt, S mu, S tolerance)
       const int width = A[a] < nc ? 3 : 1;
       const bool blocks = lo < S(1) && !row_feasible(a, hi);
       if (blocks && width == 1) out[nout++] = A[a];
+      S k[3];
+      const bool on[3] = {true, true, true};
+      for (int w = 0; w < width; ++w) k[w] = lo * x[a + w];
+      sym_axpy<SerialTeam, packed_delassus<D>()>(cs.G, A[a], width, k, on, gt, nr);  // a contact's three rows are adjacent
       for (int w = 0; w < width; ++w) {
         const int row = A[a + w];
-        axpy(lo * x[a + w], cs.G + row * nr, gt, nr);
         cs.P[row] += lo * x[a + w];
         if (!blocks) A[na++] = row;
       }
@@ -964,8 +1021,9 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   // per contact: B_i (symmetric, stored 00 01 02 11 12 22; zero when singular) and the step r_i
   S Binv[6 * D::kActive], step[D::kActive];
   for (int i = 0; i < cs.n; ++i) {
-    const S* Gii = cs.G + 3 * i * nr + 3 * i;
-    const S a = Gii[0], b = Gii[1], c = Gii[2], d = Gii[nr + 1], e = Gii[nr + 2], f = Gii[2 * nr + 2];
+    S Gii[9];
+    sym_block3<packed_delassus<D>()>(cs.G, 3 * i, nr, Gii);
+    const S a = Gii[0], b = Gii[1], c = Gii[2], d = Gii[4], e = Gii[5], f = Gii[8];
     S* B = Binv + 6 * i;
     if (fixed_normal) {  // tangent block only
       const S det = d * f - e * e;
@@ -987,26 +1045,30 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
       for (int k = 0; k < 6; ++k) B[k] *= s;
     }
     S norm = 0;
-    for (int r = 0; r < 3; ++r) norm = mmax(norm, mabs(Gii[r * nr]) + mabs(Gii[r * nr + 1]) + mabs(Gii[r * nr + 2]));
+    for (int r = 0; r < 3; ++r) norm = mmax(norm, mabs(Gii[3 * r]) + mabs(Gii[3 * r + 1]) + mabs(Gii[3 * r + 2]));
     step[i] = norm > tiny ? S(1) / norm : S(0);
   }
   // γ̃ = c + G (w ∘ P), kept current as each contact's P changes (column s of the symmetric G is
   // its row s), so that γ_i = γ̃_i + (1 − w_i) G_ii P_i (the last term 0 where w_i = 1) needs
   // no sum over the other contacts.
   TeamArray<D, S, D::kRows> gt;
-  // y += s x over the rows, each lane its entries of y (axpy on the team; captured by value: with
-  // the references captured, a one-environment hard-contact step took 7 % longer on the CPU)
-  auto team_axpy = [&](S scale, const S* x, S* y) {
-    Team::for_each(nr, [=](int r) MOREAU_LAMBDA { y[r] += scale * x[r]; });
-  };
   Team::for_each(nr, [&](int r) MOREAU_LAMBDA { gt[r] = cs.c[r]; });
-  for (int s = 0; s < nr; ++s)
-    if (cs.P[s] != 0) team_axpy(cs.w[row_block(cs, s)] * cs.P[s], cs.G + s * nr, gt.data);
+  for (int s = 0; s < nr; ++s) {
+    const S k = cs.w[row_block(cs, s)] * cs.P[s];
+    const bool on = cs.P[s] != 0;
+    if (on) sym_axpy<Team, packed_delassus<D>()>(cs.G, s, 1, &k, &on, gt.data, nr);
+  }
   // rows r0 .. r0 + n − 1 (n ≤ 3) take new impulses pnew: γ̃ += w (pnew_a − P_a) G_a for each row
-  // whose impulse changed, in row order
+  // whose impulse changed, in row order, in one pass over γ̃
   auto set_rows = [&](int r0, int n, S w, const S* pnew) {
-    for (int a = 0; a < n; ++a)
-      if (pnew[a] != cs.P[r0 + a]) team_axpy(w * (pnew[a] - cs.P[r0 + a]), cs.G + (r0 + a) * nr, gt.data);
+    S k[3];
+    bool on[3], any = false;
+    for (int a = 0; a < n; ++a) {
+      k[a] = w * (pnew[a] - cs.P[r0 + a]);
+      on[a] = pnew[a] != cs.P[r0 + a];
+      any = any || on[a];
+    }
+    if (any) sym_axpy<Team, packed_delassus<D>()>(cs.G, r0, n, k, on, gt.data, nr);
     Team::single([&]() MOREAU_LAMBDA {
       for (int a = 0; a < n; ++a) cs.P[r0 + a] = pnew[a];
     });
@@ -1016,7 +1078,7 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
   // clamp(P − γ/G_rr, −B, B) for friction loss (B = h F) and torque rows (B = μ_spin P_n or μ_roll P_n)
   auto solve_row = [&](int k) {
     const int r = nc + k;
-    const S grr = cs.G[r * nr + r], wk = cs.w[cs.n + k];
+    const S grr = delassus_at(cs, r, r), wk = cs.w[cs.n + k];
     const S gamma = gt[r] + (1 - wk) * grr * cs.P[r];
     res = mmax(res, joint_row_violation(cs, k, cs.P[r], gamma, fixed_normal));
     const bool limit = unilateral(cs, cs.n + k);
@@ -1032,13 +1094,14 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
     ++it;
     res = 0;
     for (int i = 0; i < cs.n; ++i) {
-      const S* Gii = cs.G + 3 * i * nr + 3 * i;
+      S Gii[9];  // G_ii, copied where a step needs it (a sticking contact's with w = 1 does not)
       const S wi = cs.w[i];
+      if (wi != S(1)) sym_block3<packed_delassus<D>()>(cs.G, 3 * i, nr, Gii);
       S gamma[3] = {gt[3 * i], gt[3 * i + 1], gt[3 * i + 2]};
       if (wi != S(1))
         for (int a = 0; a < 3; ++a)
-          gamma[a] += (1 - wi) * (Gii[a * nr] * cs.P[3 * i] + Gii[a * nr + 1] * cs.P[3 * i + 1] +
-                                  Gii[a * nr + 2] * cs.P[3 * i + 2]);
+          gamma[a] += (1 - wi) * (Gii[3 * a] * cs.P[3 * i] + Gii[3 * a + 1] * cs.P[3 * i + 1] +
+                                  Gii[3 * a + 2] * cs.P[3 * i + 2]);
       S g0 = gamma[0], g1 = gamma[1], g2 = gamma[2];
       const S* B = Binv + 6 * i;
       S* P = cs.P + 3 * i;
@@ -1051,7 +1114,8 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
       const bool sticks =
           may_stick && (B[0] > 0 || fixed_normal) && B[3] > 0 && pn > 0 && pt1 * pt1 + pt2 * pt2 <= mu * mu * pn * pn;
       S slide[3];
-      if (!sticks && slide_solve(Gii, nr, P, gamma, mu, fixed_normal, pt1, pt2, slide)) {
+      if (!sticks && wi == S(1)) sym_block3<packed_delassus<D>()>(cs.G, 3 * i, nr, Gii);
+      if (!sticks && slide_solve(Gii, P, gamma, mu, fixed_normal, pt1, pt2, slide)) {
         // 2. the exact sliding impulse
         pn = slide[0];
         pt1 = slide[1];
@@ -1072,8 +1136,8 @@ MOREAU_HD int pgs_solve(ContactScratch<S, D>& cs, S mu, bool fixed_normal, int m
           }
           const S d0 = pn - q0, d1 = pt1 - q1, d2 = pt2 - q2;
           g0 += Gii[0] * d0 + Gii[1] * d1 + Gii[2] * d2;
-          g1 += Gii[nr] * d0 + Gii[nr + 1] * d1 + Gii[nr + 2] * d2;
-          g2 += Gii[2 * nr] * d0 + Gii[2 * nr + 1] * d1 + Gii[2 * nr + 2] * d2;
+          g1 += Gii[3] * d0 + Gii[4] * d1 + Gii[5] * d2;
+          g2 += Gii[6] * d0 + Gii[7] * d1 + Gii[8] * d2;
           q0 = pn;
           q1 = pt1;
           q2 = pt2;
@@ -1177,9 +1241,8 @@ MOREAU_HD void pgs_condition_row(const ContactScratch<S, D>& cs, S mu, bool fixe
   for (int s = 0; s < nr; ++s) row[s] = 0;
   // += k ∂γ_rb/∂P = k (W ∘ G)_rb, W_rs = 1 within a block and w_j for s in another block j
   auto add_wg = [&](int rb, S k) {
-    const S* Gr = cs.G + rb * nr;
-    for (int s = 0; s < nr; ++s) row[s] += k * pa.wr[s] * Gr[s];
-    for (int s = o; s < o + sz; ++s) row[s] += k * (1 - pa.wr[s]) * Gr[s];
+    sym_row<packed_delassus<D>()>(cs.G, rb, nr, [&](int s, S g) MOREAU_LAMBDA { row[s] += k * pa.wr[s] * g; });
+    for (int s = o; s < o + sz; ++s) row[s] += k * (1 - pa.wr[s]) * delassus_at(cs, rb, s);
   };
   const bool joint = i >= n;
   if (pa.cls[i] == kSeparated || (fixed_normal && a == 0 && unilateral(cs, i)) || (joint && pa.cls[i] == kSliding)) {
@@ -1207,11 +1270,10 @@ MOREAU_HD void adj_pgs_setup(const ContactScratch<S, D>& cs, S mu, bool fixed_no
   // γ = (W ∘ G) P + c
   for (int s = 0; s < nr; ++s) wr[s] = cs.w[row_block(cs, s)];
   for (int r = 0; r < nr; ++r) {
-    const S* Gr = cs.G + r * nr;
     const int b = row_block(cs, r), o = block_row(cs, b), sz = block_size(cs, b);
     S g = cs.c[r], own = 0;
-    for (int s = 0; s < nr; ++s) g += wr[s] * Gr[s] * cs.P[s];
-    for (int s = o; s < o + sz; ++s) own += Gr[s] * cs.P[s];
+    sym_row<packed_delassus<D>()>(cs.G, r, nr, [&](int s, S grs) MOREAU_LAMBDA { g += wr[s] * grs * cs.P[s]; });
+    for (int s = o; s < o + sz; ++s) own += delassus_at(cs, r, s) * cs.P[s];
     gamma[r] = g + (1 - wr[r]) * own;
   }
   const S tiny = S(1e-12);
@@ -1322,8 +1384,8 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
       const int o = block_row(cs, j), sz = block_size(cs, j);
       for (int s = o; s < o + sz; ++s) {
         S t = 0;
-        for (int r = 0; r < nr; ++r) t += adj_gamma[r] * cs.G[r * nr + s];
-        for (int r = o; r < o + sz; ++r) t -= adj_gamma[r] * cs.G[r * nr + s];
+        sym_row<packed_delassus<D>()>(cs.G, s, nr, [&](int r, S g) MOREAU_LAMBDA { t += adj_gamma[r] * g; });
+        for (int r = o; r < o + sz; ++r) t -= adj_gamma[r] * delassus_at(cs, r, s);
         adj_w[j] += cs.P[s] * t;
       }
     }
@@ -1342,12 +1404,11 @@ MOREAU_HD bool adj_pgs_solve(const ContactScratch<S, D>& cs, S mu, bool fixed_no
 // Joint limits take the same law on their row (k_n read in N m/rad on a revolute joint).
 template <class S, class D>
 MOREAU_HD void soft_normal_impulses(const S* v_k, ContactScratch<S, D>& cs, S h, S kn, S kd_given, S zeta) {
-  const int nr = solve_rows(cs);
   for (int i = 0; i < cs.n + cs.nj; ++i) {
     if (!unilateral(cs, i)) continue;
     const int r = block_row(cs, i);
     const S vn = row_dot(cs, r, cs.J, v_k);
-    const S gnn = mmax(cs.G[r * nr + r], S(1e-12));
+    const S gnn = mmax(delassus_at(cs, r, r), S(1e-12));
     const S kd = kd_given >= 0 ? kd_given : S(2) * zeta * msqrt(kn / gnn);
     cs.P[r] = h * mmax(kn * (-cs.gap[i]) - kd * mmin(vn, S(0)), S(0));
   }
@@ -1359,12 +1420,11 @@ template <class S, class D>
 MOREAU_HD void adj_soft_normal_impulses(const S* v_k, const ContactScratch<S, D>& cs, S h, S kn,
                                         S kd_given, S zeta, const S* adj_pn, S* adj_gap, S* adj_J, S* adj_v_k,
                                         S* adj_gnn, S& adj_kn) {
-  const int nr = solve_rows(cs);
   for (int i = 0; i < cs.n + cs.nj; ++i) {
     const int r = block_row(cs, i);
     if (!unilateral(cs, i) || !(cs.P[r] > 0) || adj_pn[i] == 0) continue;  // the max binds: no gradient
     const S vn = row_dot(cs, r, cs.J, v_k);
-    const S G0 = cs.G[r * nr + r], gnn = mmax(G0, S(1e-12));
+    const S G0 = delassus_at(cs, r, r), gnn = mmax(G0, S(1e-12));
     const bool from_zeta = !(kd_given >= 0);
     const S kd = from_zeta ? S(2) * zeta * msqrt(kn / gnn) : kd_given;
     const S a = h * adj_pn[i];               // f̄_n
@@ -1449,8 +1509,15 @@ MOREAU_HD void restrict_active(const ModelView<S, D>& m, S threshold, const S* v
           }
       }
     }
-    for (int r = 0; r < nr; ++r)
-      for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
+    // G entry by entry in storage order: each entry's source is at or after it and after every
+    // earlier entry's (rowmap increases, nr ≤ nr0)
+    if constexpr (packed_delassus<D>()) {
+      for (int s = 0; s < nr; ++s)
+        for (int r = s; r < nr; ++r) cs.G[sym_index<true>(r, s, nr)] = cs.G[sym_index<true>(rowmap[r], rowmap[s], nr0)];
+    } else {
+      for (int r = 0; r < nr; ++r)
+        for (int s = 0; s < nr; ++s) cs.G[r * nr + s] = cs.G[rowmap[r] * nr0 + rowmap[s]];
+    }
     cs.n = n;
     cs.nj = nj;
   });

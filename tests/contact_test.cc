@@ -366,7 +366,7 @@ TEST(Solver, LocalSlidingSolveObeysCoulomb) {
       if (stick[0] > 0 && std::hypot(stick[1], stick[2]) <= mu * stick[0]) continue;
       ++reached;
       double out[3];
-      if (!kern::slide_solve(G, 3, P, gamma, mu, fixed_normal, stick[1], stick[2], out)) continue;
+      if (!kern::slide_solve(G, P, gamma, mu, fixed_normal, stick[1], stick[2], out)) continue;
       ++answered;
       double g[3];  // γ' = a + G P'
       for (int r = 0; r < 3; ++r) g[r] = a[r] + G[3 * r] * out[0] + G[3 * r + 1] * out[1] + G[3 * r + 2] * out[2];

@@ -226,6 +226,26 @@ TEST(Team, WorkInReverseOrderGivesTheSameBitsWithFrictionLoss) {
   expect_classes_agree<double, kern::Teamed<SmallDims, ReverseOrderTeam>>(anymal_with_frictionloss());
 }
 
+// hard_smooth_grad's smooth re-solve keeps those of the hard solve's blocks that are within g_max
+// (restrict_active), moving the kept entries of G down in place, in a team's storage (its lower
+// triangle) as in one lane's: a box tilted on one edge, its raised corners between g_max and the
+// hard solve's reach, bit for bit the serial step and its adjoint.
+TEST(Team, ActiveSetRestrictedInPlaceGivesTheSameBits) {
+  const Model model = load_model(test::asset("cube.json"));
+  PackedModel<double> packed(model);
+  const kern::ModelView<double> m = view_of(packed);
+  const test::OneEnvParams<double> params(model, 0.0);
+  const double th = 0.3;  // the raised edge 0.03 m up (g_max 0.02 m; reach 10 m/s h = 0.05 m)
+  const std::vector<double> q{0.1, -0.2, 0.05 * (std::cos(th) + std::sin(th)) - 1e-4, std::cos(th / 2), 0,
+                              std::sin(th / 2), 0};
+  const std::vector<double> v(m.nv, 0.0), u(m.nu, 0.0);
+  const kern::ContactSettings<double> cfg{kern::kContactHardSmoothGrad, 500, 1e-10, 1, 1};
+  const auto team = run<double, kern::Teamed<SmallDims, ReverseOrderTeam>>(m, cfg, params.view(), q, v, u);
+  const auto serial = run<double, SmallDims>(m, cfg, params.view(), q, v, u);
+  EXPECT_TRUE(team == serial);
+  EXPECT_NE(serial.adj_q, std::vector<double>(m.nq, 0.0)) << "no gradient: the box is off the ground";
+}
+
 TEST(Dims, QuadrupedClassEqualsTheLargestBitForBitFloat) {
   expect_classes_agree<float, QuadrupedDims>(load_model(test::asset("anymal_c.json")));
 }
