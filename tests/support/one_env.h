@@ -85,7 +85,7 @@ struct OneEnvBatch {
   }
   bool operator==(const OneEnvBatch& o) const {  // bit for bit
     auto same = [](const auto& a, const auto& b) {
-      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0;
+      return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
     };
     return same(q, o.q) && same(v, o.v) && same(time, o.time) && same(gap, o.gap) && same(impulse, o.impulse) &&
            same(residual, o.residual) && same(q_out, o.q_out) && same(v_out, o.v_out) && same(status, o.status) &&
